@@ -1,0 +1,154 @@
+#include "agent/agent.h"
+
+#include <chrono>
+
+#include "core/logging.h"
+
+namespace okna::agent {
+
+using nlohmann::json;
+
+namespace {
+constexpr auto kHeartbeatPeriod = std::chrono::seconds(1);
+constexpr auto kLoopMaxSilence = std::chrono::seconds(10);
+
+std::string join(const std::set<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : ",") + i;
+  return out.empty() ? "(none)" : out;
+}
+}  // namespace
+
+Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& http, k8s::ClusterConfig cluster)
+    : io_(io), config_(std::move(config)), api_(http, std::move(cluster)),
+      healthServer_(io, health_, metrics_, [this] { return plan_ ? planToJson(*plan_) : json::object(); }),
+      heartbeat_(io) {
+  const auto informerConfig = [&](std::string resource, std::string path, std::string selector) {
+    k8s::InformerConfig c;
+    c.resource = std::move(resource);
+    c.path = std::move(path);
+    c.fieldSelector = std::move(selector);
+    c.watchTimeoutMin = config_.kubernetes.watchTimeoutMin;
+    c.watchTimeoutMax = config_.kubernetes.watchTimeoutMax;
+    c.backoff = config_.kubernetes.backoff;
+    return c;
+  };
+  // Before the first sync, /readyz?verbose says why an informer is stuck (RBAC, credentials).
+  const auto notReadyBecause = [this](std::string component, const std::unique_ptr<k8s::Informer>& informer) {
+    return [this, component, &informer](const std::string& error) {
+      if (!informer->hasSynced()) health_.setReady(component, false, error);
+    };
+  };
+  nodeInformer_ = std::make_unique<k8s::Informer>(
+      io_, api_, informerConfig("nodes", "/api/v1/nodes", "metadata.name=" + config_.nodeName), metrics_,
+      k8s::Informer::Handler{[this](auto type, const json& o) { onNodeEvent(type, o); },
+                             [this] {
+                               health_.setReady("node-informer", true, "synced");
+                               replan("node-sync");
+                             },
+                             notReadyBecause("node-informer", nodeInformer_)});
+  podInformer_ = std::make_unique<k8s::Informer>(
+      io_, api_, informerConfig("pods", "/api/v1/pods", "spec.nodeName=" + config_.nodeName), metrics_,
+      k8s::Informer::Handler{[this](auto type, const json& o) { onPodEvent(type, o); },
+                             [this] {
+                               health_.setReady("pod-informer", true, "synced");
+                               replan("pod-sync");
+                             },
+                             notReadyBecause("pod-informer", podInformer_)});
+}
+
+Agent::~Agent() { stop(); }
+
+core::Status Agent::start() {
+  auto listen = parseListenAddress(config_.health.listen, "health.listen");
+  if (!listen) return listen.error();
+  if (auto s = healthServer_.listen(listen->first, listen->second); !s) return s;
+  health_.addComponent("node-informer");
+  health_.addComponent("pod-informer");
+  health_.addHeartbeat("event-loop", kLoopMaxSilence);
+  beat();
+  core::logger("agent")->info("node {}: watching its Node (fieldSelector metadata.name={}) and its Pods "
+                              "(fieldSelector spec.nodeName={}) at {} ({})",
+                              config_.nodeName, config_.nodeName, config_.nodeName, api_.config().server,
+                              api_.config().source);
+  nodeInformer_->start();
+  podInformer_->start();
+  return {};
+}
+
+void Agent::stop() {
+  nodeInformer_->stop();
+  podInformer_->stop();
+  healthServer_.stop();
+  heartbeat_.cancel();
+}
+
+void Agent::beat() {
+  health_.beat("event-loop");
+  heartbeat_.expires_after(kHeartbeatPeriod);
+  heartbeat_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) beat();
+  });
+}
+
+void Agent::onNodeEvent(k8s::Informer::EventType type, const json& object) {
+  if (type == k8s::Informer::EventType::Deleted) {
+    // Keep the last plan: a deleted Node is an operator's business; tearing down the
+    // dataplane under running VMs would be worse than standing still.
+    core::logger("agent")->error("Node {} was deleted; keeping the last known state until it returns",
+                                 config_.nodeName);
+    node_.reset();
+    return;
+  }
+  auto node = k8s::parseNode(object, "Node " + config_.nodeName);
+  if (!node) {
+    core::logger("agent")->error("{}; ignoring this version", node.error().message);
+    return;
+  }
+  node_ = std::move(*node);
+  if (nodeInformer_->hasSynced()) replan("node");
+}
+
+void Agent::onPodEvent(k8s::Informer::EventType type, const json& object) {
+  const std::string key = k8s::objectKey(object);
+  if (type == k8s::Informer::EventType::Deleted) {
+    pods_.erase(key);
+  } else {
+    auto pod = k8s::parsePod(object, "Pod " + key);
+    if (!pod) {
+      core::logger("agent")->warn("{}; ignoring this version", pod.error().message);
+      return;
+    }
+    pods_[key] = std::move(*pod);
+  }
+  if (podInformer_->hasSynced()) replan("pod");
+}
+
+void Agent::replan(const char* trigger) {
+  if (!node_) return;
+  const auto started = std::chrono::steady_clock::now();
+  PlanInputs inputs{*node_, std::nullopt};
+  if (podInformer_->hasSynced()) {
+    inputs.pods.emplace();
+    for (const auto& [key, pod] : pods_) inputs.pods->push_back(pod);
+  }
+  Plan next = computePlan(config_, inputs);
+  auto log = core::logger("roles");
+  const bool rolesChanged = !plan_ || plan_->roles.roles != next.roles.roles;
+  if (rolesChanged) {
+    log->info("node {} roles: {} -> {}", next.nodeName, plan_ ? join(plan_->roles.roles) : "(unknown)",
+              join(next.roles.roles));
+    for (const auto& role : roleNames())
+      metrics_.gauge("okna_agent_role", "1 when the node has the role", {{"role", role}}).set(next.roles.roles.count(role) ? 1 : 0);
+  }
+  if (!plan_ || plan_->warnings != next.warnings)
+    for (const auto& w : next.warnings) log->warn("{}", w);
+  plan_ = std::move(next);
+  for (const auto& listener : listeners_) listener(*plan_);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  metrics_.counter("okna_agent_reconcile_total", "Plans computed, by trigger", {{"trigger", trigger}}).inc();
+  metrics_.histogram("okna_agent_reconcile_duration_seconds", "Time to compute a plan and hand it to the appliers")
+      .observe(seconds);
+}
+
+}  // namespace okna::agent

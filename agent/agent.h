@@ -1,0 +1,65 @@
+#pragma once
+// The composition root: builds the informers, runs the planners whenever an input changes, and
+// hands each new plan to the appliers that later components register. Everything here runs on
+// the one event-loop thread.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "agent/config.h"
+#include "agent/health_server.h"
+#include "agent/plan.h"
+#include "core/health.h"
+#include "core/http_client.h"
+#include "core/metrics.h"
+#include "k8s/api_client.h"
+#include "k8s/informer.h"
+
+namespace okna::agent {
+
+class Agent {
+public:
+  /** Receives every new plan (appliers of later components). */
+  using PlanListener = std::function<void(const Plan& plan)>;
+
+  Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& http, k8s::ClusterConfig cluster);
+  ~Agent();
+
+  /** Opens the health endpoint and starts the informers. */
+  core::Status start();
+  /** Stops watches and closes the listener; host state (OVS, namespaces) stays as it is. */
+  void stop();
+
+  void addPlanListener(PlanListener listener) { listeners_.push_back(std::move(listener)); }
+  const std::optional<Plan>& plan() const { return plan_; }
+  core::HealthRegistry& health() { return health_; }
+  core::MetricsRegistry& metrics() { return metrics_; }
+  unsigned short healthPort() const { return healthServer_.port(); }
+
+private:
+  void onNodeEvent(k8s::Informer::EventType type, const nlohmann::json& object);
+  void onPodEvent(k8s::Informer::EventType type, const nlohmann::json& object);
+  void replan(const char* trigger);
+  void beat();
+
+  boost::asio::io_context& io_;
+  AgentConfig config_;
+  core::MetricsRegistry metrics_;
+  core::HealthRegistry health_;
+  k8s::ApiClient api_;
+  HealthServer healthServer_;
+  std::unique_ptr<k8s::Informer> nodeInformer_;
+  std::unique_ptr<k8s::Informer> podInformer_;
+  boost::asio::steady_timer heartbeat_;
+  std::optional<k8s::NodeInfo> node_;
+  std::map<std::string, k8s::PodInfo> pods_;
+  std::optional<Plan> plan_;
+  std::vector<PlanListener> listeners_;
+};
+
+}  // namespace okna::agent

@@ -1,0 +1,165 @@
+#include "agent/config.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "core/yaml_field.h"
+
+namespace okna::agent {
+
+using core::YamlField;
+
+namespace {
+
+SelectorRequirement parseRequirement(const YamlField& f) {
+  f.expectKeys({"key", "operator", "values"});
+  SelectorRequirement r;
+  auto key = f.get("key");
+  auto op = f.get("operator");
+  if (!key) f.fail("key is required");
+  if (!op) f.fail("operator is required");
+  r.key = key->asString();
+  r.op = op->asString();
+  if (auto values = f.get("values")) r.values = values->asStringList();
+  return r;
+}
+
+std::vector<SelectorTerm> parseTerms(const YamlField& f) {
+  std::vector<SelectorTerm> terms;
+  for (const auto& item : f.items()) {
+    item.expectKeys({"matchExpressions", "matchFields"});
+    SelectorTerm term;
+    if (auto e = item.get("matchExpressions"))
+      for (const auto& r : e->items()) term.matchExpressions.push_back(parseRequirement(r));
+    if (auto m = item.get("matchFields"))
+      for (const auto& r : m->items()) term.matchFields.push_back(parseRequirement(r));
+    terms.push_back(std::move(term));
+  }
+  if (auto s = validateSelectorTerms(terms, f.path()); !s) f.failWithMessage(s.error().message);
+  return terms;
+}
+
+RoleRule parseRole(const YamlField& f) {
+  f.expectKeys({"label", "taint", "nodeSelectorTerms"});
+  RoleRule rule;
+  if (auto label = f.get("label")) {
+    rule.label = label->asString();
+    if (!isValidLabelKey(*rule.label)) label->fail("\"" + *rule.label + "\" is not a valid label key");
+  }
+  if (auto taint = f.get("taint")) {
+    taint->expectKeys({"key", "effect", "value"});
+    RoleTaint t;
+    if (auto k = taint->get("key")) t.key = k->asString();
+    if (auto e = taint->get("effect")) t.effect = e->asEnum({"NoSchedule", "PreferNoSchedule", "NoExecute"});
+    rule.taint = t;
+  }
+  if (auto terms = f.get("nodeSelectorTerms")) {
+    if (rule.label) f.fail("give either label or nodeSelectorTerms, not both");
+    rule.nodeSelectorTerms = parseTerms(*terms);
+  }
+  return rule;
+}
+
+RolesConfig parseRoles(const YamlField& f) {
+  f.expectKeys({"profile", "taints", "roles"});
+  RolesConfig c;
+  if (auto p = f.get("profile")) c.profile = p->asEnum({"default", "hardened"}) == "hardened" ? RoleProfile::Hardened : RoleProfile::Default;
+  if (auto t = f.get("taints")) c.taints = t->asBool();
+  if (auto roles = f.get("roles")) {
+    for (const auto& [name, rf] : roles->entries()) {
+      bool known = false;
+      for (const auto& r : roleNames()) known = known || r == name;
+      if (!known) rf.fail("unknown role (expected one of: controlPlane, compute, network, storage, containers, provisioning)");
+      c.roles[name] = parseRole(rf);
+    }
+  }
+  return c;
+}
+
+KubernetesConfig parseKubernetes(const YamlField& f) {
+  f.expectKeys({"kubeconfig", "context", "watchTimeoutSeconds", "backoff"});
+  KubernetesConfig c;
+  if (auto v = f.get("kubeconfig")) c.kubeconfig = v->asString();
+  if (auto v = f.get("context")) c.context = v->asString();
+  if (auto w = f.get("watchTimeoutSeconds")) {
+    w->expectKeys({"min", "max"});
+    if (auto v = w->get("min")) c.watchTimeoutMin = std::chrono::seconds(v->asInt(1, 3600));
+    if (auto v = w->get("max")) c.watchTimeoutMax = std::chrono::seconds(v->asInt(1, 3600));
+    if (c.watchTimeoutMax < c.watchTimeoutMin) w->fail("max must be >= min");
+  }
+  if (auto b = f.get("backoff")) {
+    b->expectKeys({"initialMs", "maxMs"});
+    if (auto v = b->get("initialMs")) c.backoff.initial = std::chrono::milliseconds(v->asInt(10, 600000));
+    if (auto v = b->get("maxMs")) c.backoff.max = std::chrono::milliseconds(v->asInt(10, 3600000));
+    if (c.backoff.max < c.backoff.initial) b->fail("maxMs must be >= initialMs");
+  }
+  return c;
+}
+
+core::LogConfig parseLogging(const YamlField& f) {
+  f.expectKeys({"format", "level", "components"});
+  core::LogConfig c;
+  static const std::initializer_list<const char*> levels{"trace", "debug", "info", "warn", "error", "critical", "off"};
+  if (auto v = f.get("format")) c.format = v->asEnum({"text", "json"});
+  if (auto v = f.get("level")) c.level = v->asEnum(levels);
+  if (auto comps = f.get("components"))
+    for (const auto& [name, lf] : comps->entries()) c.components[name] = lf.asEnum(levels);
+  return c;
+}
+
+AgentConfig parseRoot(const YamlField& root) {
+  AgentConfig c;
+  if (!root.path().empty()) root.fail("internal: not a root");
+  root.expectKeys({"nodeName", "kubernetes", "nodeRoles", "health", "logging"});
+  if (auto v = root.get("nodeName")) c.nodeName = v->asString();
+  if (auto v = root.get("kubernetes")) c.kubernetes = parseKubernetes(*v);
+  if (auto v = root.get("nodeRoles")) c.nodeRoles = parseRoles(*v);
+  if (auto v = root.get("health")) {
+    v->expectKeys({"listen"});
+    if (auto l = v->get("listen")) {
+      c.health.listen = l->asString();
+      if (auto parsed = parseListenAddress(c.health.listen, "listen"); !parsed) l->fail(parsed.error().message);
+    }
+  }
+  if (auto v = root.get("logging")) c.logging = parseLogging(*v);
+  return c;
+}
+
+}  // namespace
+
+core::Result<std::pair<std::string, unsigned short>> parseListenAddress(const std::string& value,
+                                                                        const std::string& what) {
+  const auto colon = value.rfind(':');
+  if (colon == std::string::npos || colon == 0) return core::makeError(what + " \"" + value + "\": expected host:port");
+  std::string host = value.substr(0, colon);
+  if (host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  const std::string port = value.substr(colon + 1);
+  char* end = nullptr;
+  const long p = std::strtol(port.c_str(), &end, 10);
+  if (port.empty() || *end != '\0' || p < 0 || p > 65535)
+    return core::makeError(what + " \"" + value + "\": port must be 0-65535");
+  return std::make_pair(host, static_cast<unsigned short>(p));
+}
+
+core::Result<AgentConfig> parseConfig(const std::string& yamlText, const std::string& fileName) {
+  return core::catchConfigErrors([&] {
+    YAML::Node doc;
+    try {
+      doc = YAML::Load(yamlText);
+    } catch (const YAML::Exception& e) {
+      throw core::ConfigError(fileName + ": invalid YAML: " + e.what());
+    }
+    if (!doc || doc.IsNull()) return AgentConfig{};
+    return parseRoot(YamlField::root(doc, fileName));
+  });
+}
+
+core::Result<AgentConfig> loadConfig(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return core::makeError(path + ": cannot be read", errno);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parseConfig(ss.str(), path);
+}
+
+}  // namespace okna::agent

@@ -1,0 +1,48 @@
+#pragma once
+// The agent's configuration: a YAML file (--config) whose every key is checked, then CLI flags
+// that override it. Each later component (OVS, Placement, metadata) adds its own section here.
+
+#include <chrono>
+#include <string>
+
+#include "agent/roles.h"
+#include "core/backoff.h"
+#include "core/logging.h"
+#include "core/result.h"
+
+namespace okna::agent {
+
+struct KubernetesConfig {
+  // Empty: $KUBECONFIG if set, else in-cluster credentials.
+  std::string kubeconfig;
+  // kubeconfig context; empty = current-context.
+  std::string context;
+  std::chrono::seconds watchTimeoutMin{240};
+  std::chrono::seconds watchTimeoutMax{480};
+  core::BackoffConfig backoff;
+};
+
+struct HealthConfig {
+  // host:port of /healthz, /readyz, /metrics. 19874 is outside the kubelet's, node-exporter's
+  // and OVS/OVN's ports and below the Linux ephemeral range.
+  std::string listen = "0.0.0.0:19874";
+};
+
+struct AgentConfig {
+  // Empty: --node-name, else $NODE_NAME (downward API spec.nodeName).
+  std::string nodeName;
+  KubernetesConfig kubernetes;
+  RolesConfig nodeRoles;
+  HealthConfig health;
+  core::LogConfig logging;
+};
+
+/** Parses and validates a config document; errors name file, line, key and reason. */
+core::Result<AgentConfig> parseConfig(const std::string& yamlText, const std::string& fileName);
+core::Result<AgentConfig> loadConfig(const std::string& path);
+
+/** Splits "host:port" / "[v6]:port"; the error names `what`. */
+core::Result<std::pair<std::string, unsigned short>> parseListenAddress(const std::string& value,
+                                                                        const std::string& what);
+
+}  // namespace okna::agent

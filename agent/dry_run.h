@@ -1,0 +1,24 @@
+#pragma once
+// --dry-run: the planners on a node dump (and optionally its pods), printing the plan and
+// touching nothing.
+
+#include <iosfwd>
+#include <string>
+
+#include "agent/config.h"
+
+namespace okna::agent {
+
+struct DryRunOptions {
+  // `kubectl get node NAME -o json|yaml`.
+  std::string nodeFile;
+  // `kubectl get pods -A --field-selector spec.nodeName=NAME -o json` (a PodList); optional.
+  std::string podsFile;
+  // "text" or "json".
+  std::string output = "text";
+};
+
+/** Prints the plan to `out`, or an error naming the file and the problem to `err`. Exit code. */
+int runDryRun(const AgentConfig& config, const DryRunOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace okna::agent

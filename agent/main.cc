@@ -1,0 +1,108 @@
+// openkeel-node-agent: parses flags and config, builds the objects, runs the event loop.
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <cstdlib>
+#include <iostream>
+
+#include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/dry_run.h"
+#include "core/curl_http_client.h"
+#include "core/logging.h"
+#include "k8s/credentials.h"
+
+namespace {
+
+std::string envOr(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : fallback;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace okna;
+  CLI::App app{"openkeel-node-agent: makes this node an OpenKeel node of its roles (OVN chassis, Placement "
+               "provider, metadata service)"};
+  std::string configPath, nodeName, kubeconfig, kubeContext, healthListen, logFormat, logLevel;
+  agent::DryRunOptions dry;
+  bool dryRun = false;
+  app.add_option("--config", configPath, "YAML configuration file")->check(CLI::ExistingFile);
+  app.add_option("--node-name", nodeName, "This node's name (default: $NODE_NAME)");
+  app.add_option("--kubeconfig", kubeconfig, "kubeconfig for development (default: $KUBECONFIG, else in-cluster)");
+  app.add_option("--context", kubeContext, "kubeconfig context (default: current-context)");
+  app.add_option("--health-listen", healthListen, "host:port of /healthz /readyz /metrics (default 0.0.0.0:19874)");
+  app.add_option("--log-format", logFormat, "text or json")->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--log-level", logLevel, "trace, debug, info, warn, error");
+  app.add_flag("--dry-run", dryRun, "Print the plan computed from --node-file (and --pods-file); touch nothing");
+  app.add_option("--node-file", dry.nodeFile, "With --dry-run: `kubectl get node NAME -o json|yaml` output");
+  app.add_option("--pods-file", dry.podsFile, "With --dry-run: `kubectl get pods -A --field-selector spec.nodeName=NAME -o json`");
+  app.add_option("--output", dry.output, "With --dry-run: text or json")->check(CLI::IsMember({"text", "json"}));
+  app.set_version_flag("--version", "openkeel-node-agent 0.1.0");
+  CLI11_PARSE(app, argc, argv);
+
+  auto loaded = configPath.empty() ? core::Result<agent::AgentConfig>(agent::AgentConfig{}) : agent::loadConfig(configPath);
+  if (!loaded) {
+    std::cerr << "config error: " << loaded.error().message << "\n";
+    return 2;
+  }
+  agent::AgentConfig config = std::move(*loaded);
+  if (!logFormat.empty()) config.logging.format = logFormat;
+  if (!logLevel.empty()) config.logging.level = logLevel;
+  if (!healthListen.empty()) config.health.listen = healthListen;
+  if (!kubeconfig.empty()) config.kubernetes.kubeconfig = kubeconfig;
+  if (!kubeContext.empty()) config.kubernetes.context = kubeContext;
+  if (auto s = core::setupLogging(config.logging); !s) {
+    std::cerr << "config error: " << s.error().message << "\n";
+    return 2;
+  }
+  if (auto listen = agent::parseListenAddress(config.health.listen, "--health-listen"); !listen) {
+    std::cerr << "config error: " << listen.error().message << "\n";
+    return 2;
+  }
+
+  if (dryRun) {
+    if (dry.nodeFile.empty()) {
+      std::cerr << "--dry-run needs --node-file\n";
+      return 2;
+    }
+    return agent::runDryRun(config, dry, std::cout, std::cerr);
+  }
+
+  config.nodeName = !nodeName.empty() ? nodeName : !config.nodeName.empty() ? config.nodeName : envOr("NODE_NAME", "");
+  if (config.nodeName.empty()) {
+    std::cerr << "config error: the node name is unknown: pass --node-name, set nodeName in the config, or set "
+                 "NODE_NAME (downward API spec.nodeName)\n";
+    return 2;
+  }
+  if (config.kubernetes.kubeconfig.empty()) config.kubernetes.kubeconfig = envOr("KUBECONFIG", "");
+  auto cluster = config.kubernetes.kubeconfig.empty()
+                     ? k8s::inClusterConfig()
+                     : k8s::kubeconfigConfig(config.kubernetes.kubeconfig, config.kubernetes.context);
+  if (!cluster) {
+    std::cerr << "config error: " << cluster.error().message << "\n";
+    return 2;
+  }
+  if (cluster->tls.insecureSkipVerify)
+    core::logger("agent")->warn("TLS verification of the API server is off (insecure-skip-tls-verify)");
+
+  boost::asio::io_context io;
+  core::CurlHttpClient http(io, "openkeel-node-agent/0.1.0");
+  agent::Agent agent(io, std::move(config), http, std::move(*cluster));
+  if (auto s = agent.start(); !s) {
+    core::logger("agent")->critical("{}", s.error().message);
+    return 1;
+  }
+  boost::asio::signal_set signals(io, SIGTERM, SIGINT);
+  signals.async_wait([&](const boost::system::error_code& ec, int signo) {
+    if (ec) return;
+    core::logger("agent")->info("signal {}: stopping (host state is left in place)", signo);
+    agent.stop();
+    io.stop();
+  });
+  io.run();
+  core::logger("agent")->info("stopped");
+  return 0;
+}

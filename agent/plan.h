@@ -1,0 +1,41 @@
+#pragma once
+// The agent's whole desired state for its node, computed by the pure planners from the Node, its
+// Pods and the config. The live agent and --dry-run compute it with the same function; only the
+// live agent hands it to the appliers.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/config.h"
+#include "agent/roles.h"
+#include "k8s/objects.h"
+
+namespace okna::agent {
+
+struct PlanInputs {
+  k8s::NodeInfo node;
+  // The pods bound to the node; unset when they are not known (dry-run without --pods-file).
+  std::optional<std::vector<k8s::PodInfo>> pods;
+};
+
+struct Plan {
+  std::string nodeName;
+  std::string nodeUid;
+  RolesPlan roles;
+  // Every planner's warnings, in order.
+  std::vector<std::string> warnings;
+  // Number of pods considered (for the text output); -1 when unknown.
+  long podCount = -1;
+};
+
+Plan computePlan(const AgentConfig& config, const PlanInputs& inputs);
+
+/** {"node": {"name", "uid"}, "roles": [...], "warnings": [...], ...later sections}. */
+nlohmann::json planToJson(const Plan& plan);
+/** A human-readable rendering for --dry-run --output text. */
+std::string planToText(const Plan& plan);
+
+}  // namespace okna::agent

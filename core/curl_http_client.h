@@ -1,0 +1,53 @@
+#pragma once
+// HttpClient over libcurl's multi socket API, driven by a Boost.Asio io_context: curl tells us
+// which sockets to watch and when to wake it; Asio waits; no call ever blocks the loop.
+
+#include <curl/curl.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "core/http_client.h"
+
+namespace okna::core {
+
+class CurlHttpClient final : public HttpClient {
+public:
+  explicit CurlHttpClient(boost::asio::io_context& io, std::string userAgent = "");
+  ~CurlHttpClient() override;
+  CurlHttpClient(const CurlHttpClient&) = delete;
+  CurlHttpClient& operator=(const CurlHttpClient&) = delete;
+
+  // HttpClient
+  HttpRequestHandlePtr send(HttpRequest request, HttpCallbacks callbacks) override;
+
+  /** Transfers currently in flight (for tests and metrics). */
+  size_t inFlight() const { return transfers_.size(); }
+
+  struct Transfer;
+  struct Socket;
+
+private:
+  static int onSocket(CURL* easy, curl_socket_t fd, int what, void* self, void* socketp);
+  static int onTimer(CURLM* multi, long timeoutMs, void* self);
+  static int onCloseSocket(void* self, curl_socket_t fd);
+  void armSocket(const std::shared_ptr<Socket>& socket);
+  void socketAction(curl_socket_t fd, int events);
+  void drainCompleted();
+  void remove(const std::shared_ptr<Transfer>& transfer);
+  void forgetSocket(curl_socket_t fd);
+
+  boost::asio::io_context& io_;
+  std::string userAgent_;
+  CURLM* multi_;
+  boost::asio::steady_timer timer_;
+  std::unordered_map<curl_socket_t, std::shared_ptr<Socket>> sockets_;
+  std::unordered_map<CURL*, std::shared_ptr<Transfer>> transfers_;
+  // Guards callbacks that outlive the client (posted handlers).
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace okna::core

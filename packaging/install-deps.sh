@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package openkeel-node-agent needs to build, test and run its local sandbox.
+# Used by .ci/run, by the README and by the image build. Idempotent; run as root.
+#   --build-only   only what compiling the agent needs (the image's build stage)
+set -euo pipefail
+
+build_pkgs=(
+  # toolchain
+  g++ cmake make ninja-build pkg-config clang-format
+  # libraries the agent links
+  libboost-dev libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev
+  libspdlog-dev libfmt-dev libcli11-dev libnl-3-dev libnl-route-3-dev
+  # Open vSwitch's C IDL, compiled from Debian's own source tarball (no -dev package exists)
+  openvswitch-source autoconf automake libtool python3
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+test_pkgs=(
+  # real daemons the integration tests start on loopback / in namespaces they create
+  openvswitch-switch openvswitch-common ovn-central ovn-host ovn-common
+  placement-api python3-keystone uwsgi-core uwsgi-plugin-python3
+  # the fake kube-apiserver (python3 stdlib) and its TLS material, plus tools the fixtures use
+  python3 openssl curl iproute2 procps
+)
+
+pkgs=("${build_pkgs[@]}")
+[[ "${1:-}" == "--build-only" ]] || pkgs+=("${test_pkgs[@]}")
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+# Package scripts must not start system services (ovsdb-server, placement, keystone) on this
+# machine: tests start their own instances in temp dirs.
+policy=/usr/sbin/policy-rc.d
+created_policy=0
+if [[ ! -e "$policy" ]]; then
+  printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && created_policy=1
+fi
+trap '[[ $created_policy == 1 ]] && rm -f "$policy"' EXIT
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
