@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
+#include <charconv>
 #include <stdexcept>
 
 namespace okna::core {
@@ -37,10 +37,11 @@ std::string renderLabels(const Labels& labels, const std::string& extraKey = "",
 
 std::string number(double v) {
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  std::ostringstream os;
-  os.precision(17);
-  os << v;
-  return os.str();
+  if (std::isnan(v)) return "NaN";
+  // Shortest representation that reads back as the same double: 0.005, not 0.0050000000000000001.
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
 }
 
 }  // namespace

@@ -52,34 +52,31 @@ core::Result<Quantity> Quantity::parse(std::string_view text) {
     if (seenDot) --q.pow10_;
   }
   if (digits == 0) return bad("no digits");
-  std::string_view suffix = s.substr(i);
-  if (!suffix.empty() && (suffix.front() == 'e' || suffix.front() == 'E') && suffix.size() > 1) {
-    // Decimal exponent: "1e3", "5E-2".
-    std::string_view exp = suffix.substr(1);
-    bool expNeg = false;
-    if (exp.front() == '+' || exp.front() == '-') {
-      expNeg = exp.front() == '-';
-      exp.remove_prefix(1);
+  const std::string_view suffix = s.substr(i);
+  for (const auto& sfx : kSuffixes) {
+    if (suffix == sfx.text) {
+      q.pow10_ += sfx.pow10;
+      q.pow2_ = sfx.pow2;
+      if (neg) q.mantissa_ = -q.mantissa_;
+      return q;
     }
-    if (exp.empty() || exp.size() > 3) return bad("bad exponent");
-    int e = 0;
-    for (char c : exp) {
-      if (!std::isdigit(static_cast<unsigned char>(c))) return bad("bad exponent");
-      e = e * 10 + (c - '0');
-    }
-    q.pow10_ += expNeg ? -e : e;
-  } else {
-    bool found = false;
-    for (const auto& sfx : kSuffixes) {
-      if (suffix == sfx.text) {
-        q.pow10_ += sfx.pow10;
-        q.pow2_ = sfx.pow2;
-        found = true;
-        break;
-      }
-    }
-    if (!found) return bad("unknown suffix \"" + std::string(suffix) + "\"");
   }
+  // Not a suffix: a decimal exponent ("1e3", "5E-2"), where "E" alone would be exa.
+  if (suffix.size() < 2 || (suffix.front() != 'e' && suffix.front() != 'E'))
+    return bad("unknown suffix \"" + std::string(suffix) + "\"");
+  std::string_view exp = suffix.substr(1);
+  bool expNeg = false;
+  if (exp.front() == '+' || exp.front() == '-') {
+    expNeg = exp.front() == '-';
+    exp.remove_prefix(1);
+  }
+  if (exp.empty() || exp.size() > 3) return bad("bad exponent");
+  int e = 0;
+  for (char c : exp) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return bad("bad exponent");
+    e = e * 10 + (c - '0');
+  }
+  q.pow10_ += expNeg ? -e : e;
   if (neg) q.mantissa_ = -q.mantissa_;
   return q;
 }

@@ -1,0 +1,71 @@
+#include "agent/config.h"
+
+#include <gtest/gtest.h>
+
+namespace okna::agent {
+namespace {
+
+TEST(ConfigTest, EmptyDocumentGivesDefaults) {
+  auto c = parseConfig("", "agent.yaml");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->health.listen, "0.0.0.0:19874");
+  EXPECT_EQ(c->logging.format, "text");
+  EXPECT_EQ(c->nodeRoles.profile, RoleProfile::Default);
+}
+
+TEST(ConfigTest, FullDocument) {
+  auto c = parseConfig(R"(
+nodeName: lab-1
+kubernetes:
+  kubeconfig: /etc/kube/config
+  context: dev
+  watchTimeoutSeconds: {min: 5, max: 10}
+  backoff: {initialMs: 100, maxMs: 2000}
+health: {listen: "127.0.0.1:9999"}
+logging: {format: json, level: debug, components: {k8s: trace}}
+)", "agent.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->nodeName, "lab-1");
+  EXPECT_EQ(c->kubernetes.context, "dev");
+  EXPECT_EQ(c->kubernetes.watchTimeoutMax.count(), 10);
+  EXPECT_EQ(c->kubernetes.backoff.max.count(), 2000);
+  EXPECT_EQ(c->logging.components.at("k8s"), "trace");
+}
+
+TEST(ConfigTest, ErrorsNameFileLineAndKey) {
+  auto c = parseConfig("kubernetes:\n  kubeconfig: x\n  watchTimeout: 5\n", "/etc/agent.yaml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().message.rfind("/etc/agent.yaml:3:3: kubernetes.watchTimeout: unknown key", 0), 0u)
+      << c.error().message;
+}
+
+TEST(ConfigTest, RejectsBadValues) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"health: {listen: nowhere}", "health.listen"},
+      {"health: {listen: '1.2.3.4:70000'}", "port must be 0-65535"},
+      {"logging: {format: xml}", "logging.format: \"xml\" is not one of: text, json"},
+      {"logging: {level: loud}", "logging.level"},
+      {"logging: {components: {k8s: loud}}", "logging.components.k8s"},
+      {"kubernetes: {watchTimeoutSeconds: {min: 10, max: 5}}", "max must be >= min"},
+      {"kubernetes: {watchTimeoutSeconds: {min: abc}}", "\"abc\" is not an integer"},
+      {"kubernetes: {backoff: {initialMs: 1}}", "out of range"},
+      {"nodeRoles: [a]", "nodeRoles: expected a mapping"},
+      {"bogus: 1", "bogus: unknown key"},
+      {"nodeRoles: {taints: maybe}", "is not true or false"},
+      {"{unclosed", "invalid YAML"},
+  };
+  for (const auto& [yaml, message] : cases) {
+    auto c = parseConfig(yaml, "a.yaml");
+    ASSERT_FALSE(c.ok()) << yaml;
+    EXPECT_NE(c.error().message.find(message), std::string::npos) << yaml << " -> " << c.error().message;
+  }
+}
+
+TEST(ConfigTest, ListenAddressForms) {
+  EXPECT_EQ(parseListenAddress("[::1]:80", "x")->first, "::1");
+  EXPECT_EQ(parseListenAddress("0.0.0.0:0", "x")->second, 0);
+  EXPECT_FALSE(parseListenAddress(":80", "x").ok());
+}
+
+}  // namespace
+}  // namespace okna::agent

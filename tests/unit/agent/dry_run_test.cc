@@ -1,0 +1,88 @@
+#include "agent/dry_run.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace okna::agent {
+namespace {
+
+const std::string kData = OKNA_TEST_DATA_DIR;
+
+struct Output {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Output run(const AgentConfig& config, DryRunOptions options) {
+  std::ostringstream out, err;
+  const int code = runDryRun(config, options, out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::string writeTemp(const std::string& name, const std::string& content) {
+  const auto path = std::filesystem::temp_directory_path() / ("okna-dry-run-" + name);
+  std::ofstream(path) << content;
+  return path.string();
+}
+
+TEST(DryRunTest, YamlNodeDumpJsonOutput) {
+  auto r = run({}, {kData + "/lab-1.node.yaml", kData + "/lab-1.pods.json", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto plan = nlohmann::json::parse(r.out);
+  EXPECT_EQ(plan["node"]["name"], "lab-1");
+  EXPECT_EQ(plan["node"]["uid"], "5a0e8c1e-2f7d-4a57-b5a3-0c9d8e7f6a51");
+  EXPECT_EQ(plan["roles"], nlohmann::json({"compute", "controlPlane", "network", "storage"}));
+  EXPECT_EQ(plan["warnings"], nlohmann::json::array());
+}
+
+TEST(DryRunTest, HardenedNodeUnderDefaultProfileHasNoRoles) {
+  auto r = run({}, {kData + "/ok-net-2.node.json", "", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["roles"], nlohmann::json::array());
+  AgentConfig hardened;
+  hardened.nodeRoles.profile = RoleProfile::Hardened;
+  auto h = run(hardened, {kData + "/ok-net-2.node.json", "", "json"});
+  EXPECT_EQ(nlohmann::json::parse(h.out)["roles"], nlohmann::json({"network"}));
+}
+
+TEST(DryRunTest, TextOutput) {
+  auto r = run({}, {kData + "/lab-1.node.yaml", kData + "/lab-1.pods.json", "text"});
+  ASSERT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("roles: compute controlPlane network storage"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pods on the node: 3"), std::string::npos);
+}
+
+TEST(DryRunTest, MalformedInputNamesFileAndProblem) {
+  const auto missing = run({}, {"/nonexistent/node.json", "", "json"});
+  EXPECT_NE(missing.code, 0);
+  EXPECT_NE(missing.err.find("/nonexistent/node.json: cannot be read"), std::string::npos);
+
+  const auto badJson = writeTemp("bad.json", "{\"kind\": \"Node\", ");
+  auto r1 = run({}, {badJson, "", "json"});
+  EXPECT_NE(r1.code, 0);
+  EXPECT_NE(r1.err.find(badJson + ": invalid JSON"), std::string::npos) << r1.err;
+
+  const auto wrongType = writeTemp("labels.yaml", "kind: Node\nmetadata:\n  name: x\n  labels: [a, b]\n");
+  auto r2 = run({}, {wrongType, "", "json"});
+  EXPECT_NE(r2.err.find(wrongType + ": metadata.labels: expected an object"), std::string::npos) << r2.err;
+
+  const auto pod = writeTemp("pod.json", "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}}");
+  auto r3 = run({}, {pod, "", "json"});
+  EXPECT_NE(r3.err.find("kind is Pod, expected Node"), std::string::npos) << r3.err;
+
+  const auto notList = writeTemp("pods.json", "{\"kind\": \"Pod\"}");
+  auto r4 = run({}, {kData + "/lab-1.node.yaml", notList, "json"});
+  EXPECT_NE(r4.err.find(notList + ": expected a PodList"), std::string::npos) << r4.err;
+
+  const auto badPod = writeTemp("badpod.json", R"({"items": [{"metadata": {"name": "a"}, "spec": {"containers": [{"resources": {"requests": {"cpu": true}}}]}}]})");
+  auto r5 = run({}, {kData + "/lab-1.node.yaml", badPod, "json"});
+  EXPECT_NE(r5.err.find("items[0]: spec.containers[0].resources.requests.cpu: expected a string"), std::string::npos) << r5.err;
+}
+
+}  // namespace
+}  // namespace okna::agent

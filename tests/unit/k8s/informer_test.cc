@@ -1,0 +1,275 @@
+#include "k8s/informer.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <random>
+
+#include "k8s/objects.h"
+#include "tests/fakes/fake_http_client.h"
+#include "tests/fakes/transcripts.h"
+
+namespace okna::k8s {
+namespace {
+
+using nlohmann::json;
+using okna::testing::FakeHttpClient;
+
+const std::string kTranscripts = std::string(OKNA_TEST_DATA_DIR) + "/transcripts/";
+
+struct Seen {
+  std::string type;
+  std::string key;
+  std::string rv;
+};
+
+class InformerTest : public ::testing::Test {
+protected:
+  InformerTest() : api_(http_, cluster()) {}
+
+  static ClusterConfig cluster() {
+    ClusterConfig c;
+    c.server = "https://127.0.0.1:6443";
+    c.token = TokenSource::literal("t");
+    return c;
+  }
+
+  std::unique_ptr<Informer> make(std::string resource, std::string path, std::string selector) {
+    InformerConfig c;
+    c.resource = std::move(resource);
+    c.path = std::move(path);
+    c.fieldSelector = std::move(selector);
+    c.watchTimeoutMin = std::chrono::seconds(10);
+    c.watchTimeoutMax = std::chrono::seconds(20);
+    c.backoff = {std::chrono::milliseconds(1), std::chrono::milliseconds(5), 2.0, 0.5};
+    Informer::Handler h;
+    h.onEvent = [this](Informer::EventType t, const json& o) {
+      seen_.push_back({toString(t), objectKey(o), o["metadata"].value("resourceVersion", "")});
+    };
+    h.onSynced = [this] { ++synced_; };
+    h.onError = [this](const std::string& e) { errors_.push_back(e); };
+    return std::make_unique<Informer>(io_, api_, c, metrics_, h);
+  }
+
+  // Runs the loop until a request is waiting (timers included), bounded.
+  std::shared_ptr<FakeHttpClient::Pending> nextRequest() {
+    for (int i = 0; i < 2000; ++i) {
+      if (auto p = http_.next()) return p;
+      io_.restart();
+      io_.run_one_for(std::chrono::milliseconds(5));
+    }
+    return nullptr;
+  }
+
+  static std::string param(const std::string& url, const std::string& name) {
+    const auto p = url.find(name + "=");
+    if (p == std::string::npos) return "<absent>";
+    const auto end = url.find('&', p);
+    return url.substr(p + name.size() + 1, end == std::string::npos ? std::string::npos : end - p - name.size() - 1);
+  }
+
+  static std::string list(const std::string& rv, const std::vector<std::pair<std::string, std::string>>& items,
+                          const std::string& cont = "") {
+    json l = {{"kind", "NodeList"}, {"apiVersion", "v1"}, {"metadata", {{"resourceVersion", rv}}}, {"items", json::array()}};
+    if (!cont.empty()) l["metadata"]["continue"] = cont;
+    for (const auto& [name, itemRv] : items)
+      l["items"].push_back({{"metadata", {{"name", name}, {"resourceVersion", itemRv}}}});
+    return l.dump() + "\n";
+  }
+
+  boost::asio::io_context io_;
+  FakeHttpClient http_;
+  ApiClient api_;
+  core::MetricsRegistry metrics_;
+  std::vector<Seen> seen_;
+  std::vector<std::string> errors_;
+  int synced_ = 0;
+};
+
+TEST_F(InformerTest, ListThenWatchRecordedStreamInArbitraryPieces) {
+  auto informer = make("nodes", "/api/v1/nodes", "metadata.name=n1");
+  informer->start();
+  auto listReq = nextRequest();
+  ASSERT_TRUE(listReq);
+  EXPECT_EQ(listReq->request.url, "https://127.0.0.1:6443/api/v1/nodes?limit=500&fieldSelector=metadata.name%3Dn1");
+  EXPECT_EQ(listReq->request.headers.at("Authorization"), "Bearer t");
+  const std::string listBody = okna::testing::transcriptBody(kTranscripts + "02a-node-list-before-watch.txt");
+  const std::string listRv = json::parse(listBody)["metadata"]["resourceVersion"];
+  listReq->reply(200, listBody);
+  EXPECT_TRUE(informer->hasSynced());
+  EXPECT_EQ(synced_, 1);
+  ASSERT_EQ(seen_.size(), 1u);
+  EXPECT_EQ(seen_[0].type, "ADDED");
+
+  auto watchReq = nextRequest();
+  ASSERT_TRUE(watchReq);
+  const std::string& url = watchReq->request.url;
+  EXPECT_EQ(param(url, "watch"), "true");
+  EXPECT_EQ(param(url, "allowWatchBookmarks"), "true");
+  EXPECT_EQ(param(url, "resourceVersion"), listRv);
+  EXPECT_EQ(param(url, "fieldSelector"), "metadata.name%3Dn1");
+  const int timeout = std::stoi(param(url, "timeoutSeconds"));
+  EXPECT_GE(timeout, 10);
+  EXPECT_LE(timeout, 20);
+
+  // The exact bytes the real server sent, de-chunked, then re-cut at random points.
+  const auto chunks = okna::testing::dechunk(okna::testing::transcriptBody(kTranscripts + "02b-node-watch.txt"));
+  std::string stream;
+  for (const auto& c : chunks) stream += c;
+  ASSERT_EQ(stream, okna::testing::readWholeFile(kTranscripts + "02b-node-watch.events.jsonl"));
+  std::mt19937 rng(7);
+  std::vector<std::string> pieces;
+  for (size_t pos = 0; pos < stream.size();) {
+    const size_t n = std::uniform_int_distribution<size_t>(1, 700)(rng);
+    pieces.push_back(stream.substr(pos, n));
+    pos += n;
+  }
+  watchReq->stream(200, pieces);
+  // 02b: two MODIFIED events (label patch, status patch) then a BOOKMARK.
+  ASSERT_EQ(seen_.size(), 3u);
+  EXPECT_EQ(seen_[1].type, "MODIFIED");
+  EXPECT_EQ(seen_[2].type, "MODIFIED");
+  EXPECT_EQ(informer->items().at("n1")["metadata"]["labels"]["example.openkeel.io/watched"], "yes");
+  const json lastLine = json::parse(stream.substr(stream.rfind('\n', stream.size() - 2) + 1));
+  ASSERT_EQ(lastLine["type"], "BOOKMARK");
+  EXPECT_EQ(informer->resourceVersion(), lastLine["object"]["metadata"]["resourceVersion"]);
+
+  // The server ends the stream at timeoutSeconds: the informer watches on from the bookmark.
+  watchReq->finish();
+  auto again = nextRequest();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(param(again->request.url, "resourceVersion"), informer->resourceVersion());
+  EXPECT_EQ(param(again->request.url, "watch"), "true");
+}
+
+TEST_F(InformerTest, ExpiredWatchRelistsWithoutLosingEvents) {
+  auto informer = make("nodes", "/api/v1/nodes", "metadata.name=n1");
+  informer->start();
+  nextRequest()->reply(200, list("10", {{"a", "5"}, {"b", "6"}}));
+  auto watch = nextRequest();
+  // The real server's 410 after a restart: HTTP 200, one ERROR event, end of stream.
+  watch->stream(200, {okna::testing::readWholeFile(kTranscripts + "04c-node-watch-too-old-rv-after-restart.events.jsonl")});
+  watch->finish();
+  auto relist = nextRequest();
+  ASSERT_TRUE(relist);
+  EXPECT_EQ(param(relist->request.url, "watch"), "<absent>");
+  EXPECT_EQ(param(relist->request.url, "continue"), "<absent>");
+  seen_.clear();
+  // While the watch was gone: a was deleted, b changed, c was created.
+  relist->reply(200, list("20", {{"b", "15"}, {"c", "16"}}));
+  ASSERT_EQ(seen_.size(), 3u);
+  EXPECT_EQ(seen_[0].type, "DELETED");
+  EXPECT_EQ(seen_[0].key, "a");
+  EXPECT_EQ(seen_[1].type, "MODIFIED");
+  EXPECT_EQ(seen_[1].key, "b");
+  EXPECT_EQ(seen_[2].type, "ADDED");
+  EXPECT_EQ(seen_[2].key, "c");
+  EXPECT_EQ(synced_, 2);
+  EXPECT_NE(metrics_.render().find("okna_k8s_informer_relists_total{reason=\"expired\",resource=\"nodes\"} 1"),
+            std::string::npos)
+      << metrics_.render();
+  EXPECT_EQ(param(nextRequest()->request.url, "resourceVersion"), "20");
+}
+
+TEST_F(InformerTest, HttpGoneOnWatchAlsoRelists) {
+  auto informer = make("pods", "/api/v1/pods", "spec.nodeName=n1");
+  informer->start();
+  nextRequest()->reply(200, list("10", {}));
+  nextRequest()->reply(410, R"({"kind":"Status","code":410,"reason":"Expired"})");
+  auto relist = nextRequest();
+  ASSERT_TRUE(relist);
+  EXPECT_EQ(param(relist->request.url, "watch"), "<absent>");
+}
+
+TEST_F(InformerTest, TransportFailureRetriesLaterFromTheSameResourceVersion) {
+  auto informer = make("nodes", "/api/v1/nodes", "");
+  informer->start();
+  nextRequest()->reply(200, list("42", {{"a", "40"}}));
+  nextRequest()->fail("Connection refused");
+  // Nothing is sent at once: the retry waits for its backoff timer.
+  EXPECT_EQ(http_.next(), nullptr);
+  auto retry = nextRequest();
+  ASSERT_TRUE(retry);
+  EXPECT_EQ(param(retry->request.url, "resourceVersion"), "42");
+  EXPECT_NE(informer->lastError().find("Connection refused"), std::string::npos);
+}
+
+TEST_F(InformerTest, ServerErrorsBackOffAndHonourRetryAfterFloor) {
+  auto informer = make("nodes", "/api/v1/nodes", "");
+  informer->start();
+  for (int i = 0; i < 3; ++i) {
+    auto l = nextRequest();
+    ASSERT_TRUE(l);
+    l->reply(503, R"({"kind":"Status","message":"unavailable","code":503})");
+    EXPECT_EQ(http_.next(), nullptr) << "a failed LIST must not be retried at once";
+  }
+  EXPECT_NE(informer->lastError().find("HTTP 503 on list nodes: unavailable"), std::string::npos) << informer->lastError();
+  nextRequest()->reply(200, list("1", {}));
+  EXPECT_TRUE(informer->lastError().empty());
+}
+
+TEST_F(InformerTest, ForbiddenNamesTheMissingRbacPermission) {
+  auto informer = make("pods", "/api/v1/pods", "spec.nodeName=n1");
+  informer->start();
+  auto req = nextRequest();
+  req->reply(403, okna::testing::transcriptBody(kTranscripts + "05m-agent-pod-list-forbidden.txt"));
+  ASSERT_EQ(errors_.size(), 1u);
+  EXPECT_NE(errors_[0].find("RBAC: the agent's identity needs verb \"list\" on resource \"pods\" at the cluster scope"),
+            std::string::npos)
+      << errors_[0];
+  EXPECT_NE(errors_[0].find("User \"node-agent\" cannot list resource \"pods\""), std::string::npos) << errors_[0];
+  EXPECT_FALSE(informer->hasSynced());
+}
+
+TEST_F(InformerTest, UnauthorizedSaysSoAndRetries) {
+  auto informer = make("nodes", "/api/v1/nodes", "");
+  informer->start();
+  nextRequest()->reply(401, okna::testing::transcriptBody(kTranscripts + "07a-bad-token-401.txt"));
+  ASSERT_EQ(errors_.size(), 1u);
+  EXPECT_NE(errors_[0].find("HTTP 401 Unauthorized on list nodes"), std::string::npos) << errors_[0];
+  EXPECT_TRUE(nextRequest());
+}
+
+TEST_F(InformerTest, PagedListIsAssembledBeforeAnyEvent) {
+  auto informer = make("pods", "/api/v1/pods", "spec.nodeName=n1");
+  informer->start();
+  nextRequest()->reply(200, list("", {{"p1", "1"}}, "tok/en"));
+  EXPECT_TRUE(seen_.empty());
+  auto page2 = nextRequest();
+  EXPECT_EQ(param(page2->request.url, "continue"), "tok%2Fen");
+  page2->reply(200, list("9", {{"p2", "2"}}));
+  EXPECT_EQ(seen_.size(), 2u);
+  EXPECT_EQ(informer->items().size(), 2u);
+  EXPECT_EQ(informer->resourceVersion(), "9");
+}
+
+TEST_F(InformerTest, RecordedPodWatchTracksDeletesAndAdds) {
+  auto informer = make("pods", "/api/v1/pods", "spec.nodeName=n1");
+  informer->start();
+  nextRequest()->reply(200, okna::testing::transcriptBody(kTranscripts + "03h-pod-list-by-node.txt"));
+  const size_t listed = informer->items().size();
+  ASSERT_GE(listed, 1u);
+  auto watch = nextRequest();
+  for (const auto& chunk : okna::testing::dechunk(okna::testing::transcriptBody(kTranscripts + "03i-pod-watch-by-node.txt")))
+    watch->stream(200, {chunk});
+  // 03i: p-plain deleted (MODIFIED then DELETED), p-init marked terminating, p-late added; the
+  // pod on n2 never shows up.
+  EXPECT_EQ(informer->items().count("tenant-a/p-plain"), 0u);
+  EXPECT_EQ(informer->items().count("tenant-a/p-late"), 1u);
+  EXPECT_TRUE(informer->items().at("tenant-a/p-init")["metadata"].contains("deletionTimestamp"));
+  for (const auto& s : seen_) EXPECT_EQ(s.key.find("other"), std::string::npos);
+}
+
+TEST(LineSplitterTest, SplitsAcrossPieces) {
+  LineSplitter s;
+  std::vector<std::string> lines;
+  auto collect = [&](std::string_view l) { lines.emplace_back(l); };
+  s.feed("{\"a\":1}\n{\"b\"", collect);
+  s.feed(":2}\n\n{", collect);
+  s.feed("}", collect);
+  EXPECT_EQ(lines, (std::vector<std::string>{"{\"a\":1}", "{\"b\":2}", ""}));
+  EXPECT_EQ(s.pending(), "{}");
+}
+
+}  // namespace
+}  // namespace okna::k8s
