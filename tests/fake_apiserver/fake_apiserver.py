@@ -111,17 +111,17 @@ def parse_rv(value):
 class Faults:
     def __init__(self):
         self.lock = threading.Lock()
-        self.fail_rules = []      # [{"count", "status", "path"}]
+        self.fail_rules = []      # [{"count", "status", "path", "method"}]
         self.refuse_until = 0.0
         self.requests = []
 
     def refusing(self):
         return time.monotonic() < self.refuse_until
 
-    def take_failure(self, path):
+    def take_failure(self, path, method):
         with self.lock:
             for rule in self.fail_rules:
-                if path.startswith(rule["path"]):
+                if path.startswith(rule["path"]) and rule["method"] in ("", method):
                     rule["count"] -= 1
                     if rule["count"] <= 0:
                         self.fail_rules.remove(rule)
@@ -313,7 +313,7 @@ class Handler(BaseHTTPRequestHandler):
         if ident:
             self.user, groups = ident
             self.log_entry["user"] = self.user
-        injected = app.faults.take_failure(self.url_path)
+        injected = app.faults.take_failure(self.url_path, self.command)
         try:
             if injected:
                 return self.send_injected(injected)
@@ -711,7 +711,8 @@ class Handler(BaseHTTPRequestHandler):
                 w.finish(("drop", q.get("rst") in ("1", "true")))
             result = {"dropped": len(ws)}
         elif op == "fail-next" and m == "POST":
-            rule = {"count": int(q.get("count", 1)), "status": int(q.get("status", 503)), "path": q.get("path", "/")}
+            rule = {"count": int(q.get("count", 1)), "status": int(q.get("status", 503)), "path": q.get("path", "/"),
+                    "method": q.get("method", "").upper()}
             with faults.lock:
                 faults.fail_rules.append(rule)
             result = rule
@@ -722,6 +723,12 @@ class Handler(BaseHTTPRequestHandler):
         elif op == "refuse" and m == "POST":
             faults.refuse_until = time.monotonic() + float(q.get("seconds", 5))
             result = {"refusingFor": float(q.get("seconds", 5))}
+            if q.get("drop") in ("1", "true"):
+                # A full outage in one step: no client can reconnect between the two.
+                ws = store.all_watchers()
+                for w in ws:
+                    w.finish(("drop", False))
+                result["dropped"] = len(ws)
         elif op == "bookmark" and m == "POST":
             rv = int(q.get("rv") or store.current_rv())
             ws = [w for w in store.all_watchers() if w.allow_bookmarks]

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# All-in-one local sandbox: installs the Debian packages, builds the agent, starts the project's
+# fake kube-apiserver on loopback with a sample node and its pods, and runs the agent against it
+# in the foreground (Ctrl-C stops everything and removes the temp dir).
+#   NODE_FILE / PODS_FILE   the node and pods to serve (default: tests/data/lab-1.*)
+#   HEALTH_LISTEN           the agent's health endpoint (default 127.0.0.1:19874)
+#   SANDBOX_SECONDS         stop by itself after this many seconds (default: run until Ctrl-C)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+node_file=${NODE_FILE:-$root/tests/data/lab-1.node.yaml}
+pods_file=${PODS_FILE:-$root/tests/data/lab-1.pods.json}
+health=${HEALTH_LISTEN:-127.0.0.1:19874}
+node_name=$(awk '/^metadata:/{m=1} m && /^  name:/{print $2; exit}' "$node_file" 2>/dev/null || true)
+[[ -n "$node_name" ]] || node_name=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["metadata"]["name"])' "$node_file")
+
+bash packaging/install-deps.sh
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build --target openkeel-node-agent -j "$(nproc)"
+
+work=$(mktemp -d /tmp/okna-sandbox.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+echo "sandbox: fake kube-apiserver serving $node_file and $pods_file"
+/usr/bin/python3 tests/fake_apiserver/fake_apiserver.py --listen 127.0.0.1:0 --tls-dir "$work/tls" \
+  --token admin=sandbox-admin --token node-agent=sandbox-agent:node-agents \
+  --objects "$node_file" --objects "$pods_file" --ready-file "$work/url" >"$work/apiserver.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 300); do [[ -s "$work/url" ]] && break; sleep 0.1; done
+[[ -s "$work/url" ]] || { cat "$work/apiserver.log"; exit 1; }
+
+cat <<INFO
+sandbox: API server $(cat "$work/url")  (kubectl --kubeconfig $work/tls/kubeconfig get nodes)
+sandbox: agent health http://$health/readyz  /healthz  /metrics  /debug/plan
+sandbox: try: kubectl --kubeconfig $work/tls/kubeconfig label node $node_name node-role.openkeel.io/containers=
+INFO
+agent=(build/agent/openkeel-node-agent --node-name "$node_name" --kubeconfig "$work/tls/kubeconfig"
+       --context node-agent --health-listen "$health")
+if [[ -n "${SANDBOX_SECONDS:-}" ]]; then
+  timeout --signal=TERM "$SANDBOX_SECONDS" "${agent[@]}" || [[ $? == 124 ]]
+else
+  "${agent[@]}"
+fi

@@ -1,0 +1,179 @@
+// The agent binary against the fake kube-apiserver: informers, roles, readiness, 410 and
+// dropped watches, shutdown.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "tests/fakes/agent_process.h"
+#include "tests/fakes/fake_apiserver_fixture.h"
+
+namespace okna {
+namespace {
+
+using nlohmann::json;
+using okna::testing::AgentProcess;
+using okna::testing::FakeApiServer;
+using okna::testing::waitFor;
+using namespace std::chrono_literals;
+
+const std::string kData = OKNA_TEST_DATA_DIR;
+
+// Short backoffs so that retries happen within the test; watch timeouts long enough that a
+// normal server-side timeout does not interfere.
+const char* kConfig = R"(
+kubernetes:
+  watchTimeoutSeconds: {min: 60, max: 90}
+  backoff: {initialMs: 100, maxMs: 800}
+logging: {level: debug}
+)";
+
+class AgentK8sTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (!std::filesystem::exists("/usr/bin/python3")) GTEST_SKIP() << "/usr/bin/python3 is not installed";
+    server_ = std::make_unique<FakeApiServer>(std::vector<std::string>{kData + "/lab-1.node.yaml", kData + "/lab-1.pods.json"});
+  }
+
+  std::unique_ptr<AgentProcess> startAgent() {
+    return std::make_unique<AgentProcess>(server_->dir(), kConfig,
+                                          std::vector<std::string>{"--node-name", "lab-1", "--kubeconfig",
+                                                                   server_->kubeconfig(), "--context", "node-agent"});
+  }
+
+  static bool hasRole(const AgentProcess& a, const std::string& role) {
+    const json plan = a.plan();
+    if (!plan.contains("roles")) return false;
+    for (const auto& r : plan["roles"])
+      if (r == role) return true;
+    return false;
+  }
+
+  json requests() const { return json::parse(server_->control("GET", "requests").body); }
+
+  // The watches open at the server; -1 while the control API is unreachable (refuse window).
+  long openWatches() const {
+    auto r = server_->control("GET", "watches");
+    return r.status == 200 ? static_cast<long>(json::parse(r.body).size()) : -1;
+  }
+
+  std::unique_ptr<FakeApiServer> server_;
+};
+
+TEST_F(AgentK8sTest, ReadyOnlyAfterBothInformersSynced) {
+  // Pods cannot be listed for now: the node informer syncs, the pod informer cannot.
+  ASSERT_EQ(server_->control("POST", "fail-next?count=1000&status=503&path=/api/v1/pods").status, 200);
+  auto agent = startAgent();
+  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz?verbose").body.find("[+]node-informer ok") != std::string::npos; }, 20s))
+      << agent->log();
+  auto notReady = agent->get("/readyz?verbose");
+  EXPECT_EQ(notReady.status, 503);
+  EXPECT_NE(notReady.body.find("[-]pod-informer"), std::string::npos) << notReady.body;
+  EXPECT_EQ(agent->get("/healthz").status, 200);
+
+  ASSERT_EQ(server_->control("DELETE", "fail-next").status, 200);
+  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
+  EXPECT_EQ(agent->get("/readyz").body, "ok");
+}
+
+TEST_F(AgentK8sTest, RoleChangeOnLabelEditReachesTheAgent) {
+  auto agent = startAgent();
+  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
+  EXPECT_TRUE(hasRole(*agent, "compute"));
+  EXPECT_FALSE(hasRole(*agent, "containers"));
+
+  auto r = server_->admin("PATCH", "/api/v1/nodes/lab-1",
+                          R"({"metadata":{"labels":{"node-role.openkeel.io/containers":"","node-role.openkeel.io/compute":null}}})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_TRUE(waitFor([&] { return hasRole(*agent, "containers") && !hasRole(*agent, "compute"); }, 10s)) << agent->log();
+  EXPECT_NE(agent->log().find("roles: compute,controlPlane,network,storage -> containers,controlPlane,network,storage"),
+            std::string::npos)
+      << agent->log();
+
+  // A role label with a value grants nothing, and the agent says why.
+  server_->admin("PATCH", "/api/v1/nodes/lab-1", R"({"metadata":{"labels":{"node-role.openkeel.io/containers":"yes"}}})");
+  ASSERT_TRUE(waitFor([&] { return !hasRole(*agent, "containers"); }, 10s));
+  const json plan = agent->plan();
+  ASSERT_EQ(plan["warnings"].size(), 1u);
+  EXPECT_NE(plan["warnings"][0].get<std::string>().find("must have the empty value"), std::string::npos);
+}
+
+TEST_F(AgentK8sTest, ForcedGoneLeadsToRelistWithoutLosingEvents) {
+  auto agent = startAgent();
+  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
+  ASSERT_TRUE(waitFor([&] { return openWatches() == 2; }, 10s));
+  server_->control("DELETE", "requests");
+  // The relist after the 410 fails twice, and the node changes in that gap: no watch is open,
+  // so only the relist can bring the change.
+  server_->control("POST", "fail-next?count=2&status=503&path=/api/v1/nodes&method=GET");
+  ASSERT_EQ(server_->control("POST", "expire-watches").status, 200);
+  ASSERT_EQ(server_->admin("PATCH", "/api/v1/nodes/lab-1", R"({"metadata":{"labels":{"node-role.openkeel.io/provisioning":""}}})").status, 200);
+  ASSERT_TRUE(waitFor([&] { return hasRole(*agent, "provisioning"); }, 20s)) << agent->log();
+
+  // The requests: LISTs (not watches from an old resourceVersion) came after the expiry.
+  int nodeLists = 0;
+  for (const auto& req : requests())
+    if (req["path"] == "/api/v1/nodes" && !req["query"].contains("watch")) ++nodeLists;
+  EXPECT_GE(nodeLists, 3) << requests().dump();  // two failed, one successful
+  EXPECT_GE(agent->metric(R"(okna_k8s_informer_relists_total{reason="expired",resource="nodes"})"), 1);
+  EXPECT_GE(agent->metric(R"(okna_k8s_informer_relists_total{reason="expired",resource="pods"})"), 1);
+  // And the agent watches again.
+  EXPECT_TRUE(waitFor([&] { return openWatches() == 2; }, 20s));
+}
+
+TEST_F(AgentK8sTest, DroppedWatchReconnectsWithBackoff) {
+  auto agent = startAgent();
+  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
+  ASSERT_TRUE(waitFor([&] { return openWatches() == 2; }, 10s));
+  const std::string rvBefore = json::parse(server_->control("GET", "watches").body)[0]["query"].value("resourceVersion", "");
+
+  // The API server goes away: open watches cut, new connections refused for a while.
+  ASSERT_EQ(server_->control("POST", "refuse?seconds=3&drop=1").status, 200);
+  ASSERT_TRUE(waitFor([&] { return openWatches() == 2; }, 30s))
+      << agent->log();
+
+  // The retries waited longer each time (capped exponential backoff with jitter).
+  const std::string log = agent->log();
+  const std::regex retryRe(R"(nodes informer: watch: .*; retrying in (\d+) ms)");
+  std::vector<long> delays;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), retryRe); it != std::sregex_iterator(); ++it)
+    delays.push_back(std::stol((*it)[1]));
+  ASSERT_GE(delays.size(), 2u) << log;
+  for (size_t i = 1; i < delays.size(); ++i) {
+    EXPECT_GE(delays[i], std::min(delays[i - 1], 400L)) << "delays must not shrink below the cap's jitter range";
+    EXPECT_LE(delays[i], 800) << "capped at backoff.maxMs";
+  }
+  // The new watch resumed from a resourceVersion (no relist needed: the window was not lost).
+  EXPECT_FALSE(rvBefore.empty());
+  EXPECT_EQ(agent->get("/readyz").status, 200);
+}
+
+TEST_F(AgentK8sTest, SigtermStopsCleanly) {
+  auto agent = startAgent();
+  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
+  agent->process().signal(SIGTERM);
+  auto status = agent->process().waitExit(10s);
+  ASSERT_TRUE(status.has_value()) << "the agent did not exit after SIGTERM";
+  EXPECT_EQ(*status, 0);
+  EXPECT_NE(agent->log().find("host state is left in place"), std::string::npos);
+}
+
+TEST_F(AgentK8sTest, MissingRbacIsReportedByName) {
+  // A token whose ClusterRole lacks pods: the agent stays unready and says which permission.
+  server_.reset();
+  const std::string rbac = (std::filesystem::temp_directory_path() / ("okna-rbac-" + std::to_string(::getpid()) + ".json")).string();
+  std::ofstream(rbac) << R"({"node-agents": [{"resources": ["nodes"], "verbs": ["get", "list", "watch"]}]})";
+  server_ = std::make_unique<FakeApiServer>(std::vector<std::string>{kData + "/lab-1.node.yaml"},
+                                            std::vector<std::string>{"--rbac", rbac});
+  auto agent = startAgent();
+  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz?verbose").body.find("RBAC") != std::string::npos; }, 20s))
+      << agent->log();
+  const std::string body = agent->get("/readyz?verbose").body;
+  EXPECT_NE(body.find("needs verb \"list\" on resource \"pods\" at the cluster scope"), std::string::npos) << body;
+  EXPECT_EQ(agent->get("/readyz").status, 503);
+}
+
+}  // namespace
+}  // namespace okna

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs every test the way CI does: installs the Debian packages, builds, runs the unit and
+# integration suites (ctest), then builds the unit tests again under ASan/UBSan and runs them.
+#   JOBS=N        parallel build jobs (default: nproc)
+#   SKIP_ASAN=1   skip the sanitizer build (quicker local runs)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+jobs=${JOBS:-$(nproc)}
+
+bash packaging/install-deps.sh
+
+echo "== build (RelWithDebInfo) =="
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build -j "$jobs"
+
+echo "== unit and integration tests =="
+ctest --test-dir build --output-on-failure --timeout 600
+
+if [[ "${SKIP_ASAN:-0}" != 1 ]]; then
+  echo "== unit tests under ASan/UBSan =="
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DOKNA_SANITIZE=ON
+  cmake --build build-asan -j "$jobs"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan -L unit --output-on-failure
+fi
+echo "run-all: all tests passed"
