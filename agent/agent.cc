@@ -19,9 +19,13 @@ std::string join(const std::set<std::string>& items) {
 }
 }  // namespace
 
-Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& http, k8s::ClusterConfig cluster)
-    : io_(io), config_(std::move(config)), api_(http, std::move(cluster)),
-      healthServer_(io, health_, metrics_, [this] { return plan_ ? planToJson(*plan_) : json::object(); }),
+Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& http,
+             k8s::ClusterConfig cluster)
+    : io_(io),
+      config_(std::move(config)),
+      api_(http, std::move(cluster)),
+      healthServer_(io, health_, metrics_,
+                    [this] { return plan_ ? planToJson(*plan_) : json::object(); }),
       heartbeat_(io) {
   const auto informerConfig = [&](std::string resource, std::string path, std::string selector) {
     k8s::InformerConfig c;
@@ -34,13 +38,15 @@ Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& 
     return c;
   };
   // Before the first sync, /readyz?verbose says why an informer is stuck (RBAC, credentials).
-  const auto notReadyBecause = [this](std::string component, const std::unique_ptr<k8s::Informer>& informer) {
+  const auto notReadyBecause = [this](std::string component,
+                                      const std::unique_ptr<k8s::Informer>& informer) {
     return [this, component, &informer](const std::string& error) {
       if (!informer->hasSynced()) health_.setReady(component, false, error);
     };
   };
   nodeInformer_ = std::make_unique<k8s::Informer>(
-      io_, api_, informerConfig("nodes", "/api/v1/nodes", "metadata.name=" + config_.nodeName), metrics_,
+      io_, api_, informerConfig("nodes", "/api/v1/nodes", "metadata.name=" + config_.nodeName),
+      metrics_,
       k8s::Informer::Handler{[this](auto type, const json& o) { onNodeEvent(type, o); },
                              [this] {
                                health_.setReady("node-informer", true, "synced");
@@ -48,7 +54,8 @@ Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& 
                              },
                              notReadyBecause("node-informer", nodeInformer_)});
   podInformer_ = std::make_unique<k8s::Informer>(
-      io_, api_, informerConfig("pods", "/api/v1/pods", "spec.nodeName=" + config_.nodeName), metrics_,
+      io_, api_, informerConfig("pods", "/api/v1/pods", "spec.nodeName=" + config_.nodeName),
+      metrics_,
       k8s::Informer::Handler{[this](auto type, const json& o) { onPodEvent(type, o); },
                              [this] {
                                health_.setReady("pod-informer", true, "synced");
@@ -57,7 +64,9 @@ Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& 
                              notReadyBecause("pod-informer", podInformer_)});
 }
 
-Agent::~Agent() { stop(); }
+Agent::~Agent() {
+  stop();
+}
 
 core::Status Agent::start() {
   auto listen = parseListenAddress(config_.health.listen, "health.listen");
@@ -67,10 +76,11 @@ core::Status Agent::start() {
   health_.addComponent("pod-informer");
   health_.addHeartbeat("event-loop", kLoopMaxSilence);
   beat();
-  core::logger("agent")->info("node {}: watching its Node (fieldSelector metadata.name={}) and its Pods "
-                              "(fieldSelector spec.nodeName={}) at {} ({})",
-                              config_.nodeName, config_.nodeName, config_.nodeName, api_.config().server,
-                              api_.config().source);
+  core::logger("agent")->info(
+      "node {}: watching its Node (fieldSelector metadata.name={}) and its Pods "
+      "(fieldSelector spec.nodeName={}) at {} ({})",
+      config_.nodeName, config_.nodeName, config_.nodeName, api_.config().server,
+      api_.config().source);
   nodeInformer_->start();
   podInformer_->start();
   return {};
@@ -95,8 +105,8 @@ void Agent::onNodeEvent(k8s::Informer::EventType type, const json& object) {
   if (type == k8s::Informer::EventType::Deleted) {
     // Keep the last plan: a deleted Node is an operator's business; tearing down the
     // dataplane under running VMs would be worse than standing still.
-    core::logger("agent")->error("Node {} was deleted; keeping the last known state until it returns",
-                                 config_.nodeName);
+    core::logger("agent")->error(
+        "Node {} was deleted; keeping the last known state until it returns", config_.nodeName);
     node_.reset();
     return;
   }
@@ -136,18 +146,24 @@ void Agent::replan(const char* trigger) {
   auto log = core::logger("roles");
   const bool rolesChanged = !plan_ || plan_->roles.roles != next.roles.roles;
   if (rolesChanged) {
-    log->info("node {} roles: {} -> {}", next.nodeName, plan_ ? join(plan_->roles.roles) : "(unknown)",
-              join(next.roles.roles));
+    log->info("node {} roles: {} -> {}", next.nodeName,
+              plan_ ? join(plan_->roles.roles) : "(unknown)", join(next.roles.roles));
     for (const auto& role : roleNames())
-      metrics_.gauge("okna_agent_role", "1 when the node has the role", {{"role", role}}).set(next.roles.roles.count(role) ? 1 : 0);
+      metrics_.gauge("okna_agent_role", "1 when the node has the role", {{"role", role}})
+          .set(next.roles.roles.count(role) ? 1 : 0);
   }
   if (!plan_ || plan_->warnings != next.warnings)
     for (const auto& w : next.warnings) log->warn("{}", w);
   plan_ = std::move(next);
   for (const auto& listener : listeners_) listener(*plan_);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  metrics_.counter("okna_agent_reconcile_total", "Plans computed, by trigger", {{"trigger", trigger}}).inc();
-  metrics_.histogram("okna_agent_reconcile_duration_seconds", "Time to compute a plan and hand it to the appliers")
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  metrics_
+      .counter("okna_agent_reconcile_total", "Plans computed, by trigger", {{"trigger", trigger}})
+      .inc();
+  metrics_
+      .histogram("okna_agent_reconcile_duration_seconds",
+                 "Time to compute a plan and hand it to the appliers")
       .observe(seconds);
 }
 

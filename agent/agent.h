@@ -23,11 +23,12 @@
 namespace okna::agent {
 
 class Agent {
-public:
+ public:
   /** Receives every new plan (appliers of later components). */
   using PlanListener = std::function<void(const Plan& plan)>;
 
-  Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& http, k8s::ClusterConfig cluster);
+  Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& http,
+        k8s::ClusterConfig cluster);
   ~Agent();
 
   /** Opens the health endpoint and starts the informers. */
@@ -41,7 +42,7 @@ public:
   core::MetricsRegistry& metrics() { return metrics_; }
   unsigned short healthPort() const { return healthServer_.port(); }
 
-private:
+ private:
   void onNodeEvent(k8s::Informer::EventType type, const nlohmann::json& object);
   void onPodEvent(k8s::Informer::EventType type, const nlohmann::json& object);
   void replan(const char* trigger);

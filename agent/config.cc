@@ -44,13 +44,15 @@ RoleRule parseRole(const YamlField& f) {
   RoleRule rule;
   if (auto label = f.get("label")) {
     rule.label = label->asString();
-    if (!isValidLabelKey(*rule.label)) label->fail("\"" + *rule.label + "\" is not a valid label key");
+    if (!isValidLabelKey(*rule.label))
+      label->fail("\"" + *rule.label + "\" is not a valid label key");
   }
   if (auto taint = f.get("taint")) {
     taint->expectKeys({"key", "effect", "value"});
     RoleTaint t;
     if (auto k = taint->get("key")) t.key = k->asString();
-    if (auto e = taint->get("effect")) t.effect = e->asEnum({"NoSchedule", "PreferNoSchedule", "NoExecute"});
+    if (auto e = taint->get("effect"))
+      t.effect = e->asEnum({"NoSchedule", "PreferNoSchedule", "NoExecute"});
     rule.taint = t;
   }
   if (auto terms = f.get("nodeSelectorTerms")) {
@@ -63,13 +65,18 @@ RoleRule parseRole(const YamlField& f) {
 RolesConfig parseRoles(const YamlField& f) {
   f.expectKeys({"profile", "taints", "roles"});
   RolesConfig c;
-  if (auto p = f.get("profile")) c.profile = p->asEnum({"default", "hardened"}) == "hardened" ? RoleProfile::Hardened : RoleProfile::Default;
+  if (auto p = f.get("profile"))
+    c.profile = p->asEnum({"default", "hardened"}) == "hardened" ? RoleProfile::Hardened
+                                                                 : RoleProfile::Default;
   if (auto t = f.get("taints")) c.taints = t->asBool();
   if (auto roles = f.get("roles")) {
     for (const auto& [name, rf] : roles->entries()) {
       bool known = false;
       for (const auto& r : roleNames()) known = known || r == name;
-      if (!known) rf.fail("unknown role (expected one of: controlPlane, compute, network, storage, containers, provisioning)");
+      if (!known)
+        rf.fail(
+            "unknown role (expected one of: controlPlane, compute, network, storage, containers, "
+            "provisioning)");
       c.roles[name] = parseRole(rf);
     }
   }
@@ -89,7 +96,8 @@ KubernetesConfig parseKubernetes(const YamlField& f) {
   }
   if (auto b = f.get("backoff")) {
     b->expectKeys({"initialMs", "maxMs"});
-    if (auto v = b->get("initialMs")) c.backoff.initial = std::chrono::milliseconds(v->asInt(10, 600000));
+    if (auto v = b->get("initialMs"))
+      c.backoff.initial = std::chrono::milliseconds(v->asInt(10, 600000));
     if (auto v = b->get("maxMs")) c.backoff.max = std::chrono::milliseconds(v->asInt(10, 3600000));
     if (c.backoff.max < c.backoff.initial) b->fail("maxMs must be >= initialMs");
   }
@@ -99,7 +107,8 @@ KubernetesConfig parseKubernetes(const YamlField& f) {
 core::LogConfig parseLogging(const YamlField& f) {
   f.expectKeys({"format", "level", "components"});
   core::LogConfig c;
-  static const std::initializer_list<const char*> levels{"trace", "debug", "info", "warn", "error", "critical", "off"};
+  static const std::initializer_list<const char*> levels{"trace", "debug",    "info", "warn",
+                                                         "error", "critical", "off"};
   if (auto v = f.get("format")) c.format = v->asEnum({"text", "json"});
   if (auto v = f.get("level")) c.level = v->asEnum(levels);
   if (auto comps = f.get("components"))
@@ -118,7 +127,8 @@ AgentConfig parseRoot(const YamlField& root) {
     v->expectKeys({"listen"});
     if (auto l = v->get("listen")) {
       c.health.listen = l->asString();
-      if (auto parsed = parseListenAddress(c.health.listen, "listen"); !parsed) l->fail(parsed.error().message);
+      if (auto parsed = parseListenAddress(c.health.listen, "listen"); !parsed)
+        l->fail(parsed.error().message);
     }
   }
   if (auto v = root.get("logging")) c.logging = parseLogging(*v);
@@ -130,7 +140,8 @@ AgentConfig parseRoot(const YamlField& root) {
 core::Result<std::pair<std::string, unsigned short>> parseListenAddress(const std::string& value,
                                                                         const std::string& what) {
   const auto colon = value.rfind(':');
-  if (colon == std::string::npos || colon == 0) return core::makeError(what + " \"" + value + "\": expected host:port");
+  if (colon == std::string::npos || colon == 0)
+    return core::makeError(what + " \"" + value + "\": expected host:port");
   std::string host = value.substr(0, colon);
   if (host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   const std::string port = value.substr(colon + 1);

@@ -14,7 +14,8 @@ core::Result<std::vector<k8s::PodInfo>> loadPods(const std::string& path) {
   if (!doc) return doc.error();
   const nlohmann::json& list = *doc;
   if (!list.is_object() || !list.contains("items") || !list["items"].is_array())
-    return core::makeError(path + ": expected a PodList (kubectl get pods -o json), with an items array");
+    return core::makeError(path +
+                           ": expected a PodList (kubectl get pods -o json), with an items array");
   std::vector<k8s::PodInfo> pods;
   for (size_t i = 0; i < list["items"].size(); ++i) {
     auto pod = k8s::parsePod(list["items"][i], path + ": items[" + std::to_string(i) + "]");
@@ -26,7 +27,8 @@ core::Result<std::vector<k8s::PodInfo>> loadPods(const std::string& path) {
 
 }  // namespace
 
-int runDryRun(const AgentConfig& config, const DryRunOptions& options, std::ostream& out, std::ostream& err) {
+int runDryRun(const AgentConfig& config, const DryRunOptions& options, std::ostream& out,
+              std::ostream& err) {
   if (options.output != "text" && options.output != "json") {
     err << "--output " << options.output << ": must be text or json\n";
     return 2;

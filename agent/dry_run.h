@@ -19,6 +19,7 @@ struct DryRunOptions {
 };
 
 /** Prints the plan to `out`, or an error naming the file and the problem to `err`. Exit code. */
-int runDryRun(const AgentConfig& config, const DryRunOptions& options, std::ostream& out, std::ostream& err);
+int runDryRun(const AgentConfig& config, const DryRunOptions& options, std::ostream& out,
+              std::ostream& err);
 
 }  // namespace okna::agent

@@ -18,18 +18,20 @@ namespace {
 
 // One connection: read a request, answer, repeat while keep-alive.
 class Session : public std::enable_shared_from_this<Session> {
-public:
-  Session(tcp::socket socket, const HealthServer& server) : stream_(std::move(socket)), server_(server) {}
+ public:
+  Session(tcp::socket socket, const HealthServer& server)
+      : stream_(std::move(socket)), server_(server) {}
   void start() { read(); }
 
-private:
+ private:
   void read() {
     request_ = {};
     stream_.expires_after(std::chrono::seconds(10));
-    http::async_read(stream_, buffer_, request_, [self = shared_from_this()](beast::error_code ec, size_t) {
-      if (ec) return self->close();
-      self->respond();
-    });
+    http::async_read(stream_, buffer_, request_,
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       if (ec) return self->close();
+                       self->respond();
+                     });
   }
 
   void respond() {
@@ -48,10 +50,11 @@ private:
       res->body() = request_.method() == http::verb::head ? "" : std::move(r.body);
     }
     res->prepare_payload();
-    http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code ec, size_t) {
-      if (ec || !res->keep_alive()) return self->close();
-      self->read();
-    });
+    http::async_write(stream_, *res,
+                      [self = shared_from_this(), res](beast::error_code ec, size_t) {
+                        if (ec || !res->keep_alive()) return self->close();
+                        self->read();
+                      });
   }
 
   void close() {
@@ -65,20 +68,30 @@ private:
   const HealthServer& server_;
 };
 
-std::string renderChecks(const std::vector<core::HealthRegistry::Check>& checks, bool ok, const std::string& name) {
+std::string renderChecks(const std::vector<core::HealthRegistry::Check>& checks, bool ok,
+                         const std::string& name) {
   std::string out;
-  for (const auto& c : checks) out += std::string(c.ok ? "[+]" : "[-]") + c.name + (c.ok ? " ok" : " failed: " + c.detail) + "\n";
+  for (const auto& c : checks)
+    out +=
+        std::string(c.ok ? "[+]" : "[-]") + c.name + (c.ok ? " ok" : " failed: " + c.detail) + "\n";
   out += name + (ok ? " check passed\n" : " check failed\n");
   return out;
 }
 
 }  // namespace
 
-HealthServer::HealthServer(asio::io_context& io, core::HealthRegistry& health, core::MetricsRegistry& metrics,
+HealthServer::HealthServer(asio::io_context& io, core::HealthRegistry& health,
+                           core::MetricsRegistry& metrics,
                            std::function<nlohmann::json()> debugPlan)
-    : io_(io), health_(health), metrics_(metrics), debugPlan_(std::move(debugPlan)), acceptor_(io) {}
+    : io_(io),
+      health_(health),
+      metrics_(metrics),
+      debugPlan_(std::move(debugPlan)),
+      acceptor_(io) {}
 
-HealthServer::~HealthServer() { stop(); }
+HealthServer::~HealthServer() {
+  stop();
+}
 
 core::Status HealthServer::listen(const std::string& host, unsigned short port) {
   beast::error_code ec;
@@ -90,12 +103,15 @@ core::Status HealthServer::listen(const std::string& host, unsigned short port) 
   if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acceptor_.bind(endpoint, ec);
   if (ec == asio::error::address_in_use)
-    return core::makeError("health endpoint " + where + ": the port is already in use by another process "
-                           "(choose another with --health-listen or health.listen)", ec.value());
+    return core::makeError("health endpoint " + where +
+                               ": the port is already in use by another process "
+                               "(choose another with --health-listen or health.listen)",
+                           ec.value());
   if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return core::makeError("health endpoint " + where + ": " + ec.message(), ec.value());
   port_ = acceptor_.local_endpoint().port();
-  core::logger("health")->info("serving /healthz /readyz /metrics /debug/plan on {}:{}", host, port_);
+  core::logger("health")->info("serving /healthz /readyz /metrics /debug/plan on {}:{}", host,
+                               port_);
   accept();
   return {};
 }
@@ -120,14 +136,19 @@ HealthServer::Response HealthServer::handle(const std::string& target) const {
   const std::string text = "text/plain; charset=utf-8";
   if (path == "/healthz" || path == "/livez") {
     const bool ok = health_.live();
-    return {ok ? 200u : 500u, text, verbose || !ok ? renderChecks(health_.liveness(), ok, "livez") : "ok"};
+    return {ok ? 200u : 500u, text,
+            verbose || !ok ? renderChecks(health_.liveness(), ok, "livez") : "ok"};
   }
   if (path == "/readyz") {
     const bool ok = health_.ready();
-    return {ok ? 200u : 503u, text, verbose || !ok ? renderChecks(health_.readiness(), ok, "readyz") : "ok"};
+    return {ok ? 200u : 503u, text,
+            verbose || !ok ? renderChecks(health_.readiness(), ok, "readyz") : "ok"};
   }
-  if (path == "/metrics") return {200u, "text/plain; version=0.0.4; charset=utf-8", metrics_.render()};
-  if (path == "/debug/plan") return {200u, "application/json", (debugPlan_ ? debugPlan_() : nlohmann::json()).dump(2) + "\n"};
+  if (path == "/metrics")
+    return {200u, "text/plain; version=0.0.4; charset=utf-8", metrics_.render()};
+  if (path == "/debug/plan")
+    return {200u, "application/json",
+            (debugPlan_ ? debugPlan_() : nlohmann::json()).dump(2) + "\n"};
   return {404u, text, "not found\n"};
 }
 

@@ -18,9 +18,9 @@
 namespace okna::agent {
 
 class HealthServer {
-public:
-  HealthServer(boost::asio::io_context& io, core::HealthRegistry& health, core::MetricsRegistry& metrics,
-               std::function<nlohmann::json()> debugPlan);
+ public:
+  HealthServer(boost::asio::io_context& io, core::HealthRegistry& health,
+               core::MetricsRegistry& metrics, std::function<nlohmann::json()> debugPlan);
   ~HealthServer();
 
   /** Binds and starts accepting; a taken port is an error that says so. */
@@ -36,7 +36,7 @@ public:
   /** What a GET of `target` answers (exposed for unit tests). */
   Response handle(const std::string& target) const;
 
-private:
+ private:
   void accept();
 
   boost::asio::io_context& io_;

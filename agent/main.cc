@@ -24,26 +24,35 @@ std::string envOr(const char* name, const std::string& fallback) {
 
 int main(int argc, char** argv) {
   using namespace okna;
-  CLI::App app{"openkeel-node-agent: makes this node an OpenKeel node of its roles (OVN chassis, Placement "
-               "provider, metadata service)"};
+  CLI::App app{
+      "openkeel-node-agent: makes this node an OpenKeel node of its roles (OVN chassis, Placement "
+      "provider, metadata service)"};
   std::string configPath, nodeName, kubeconfig, kubeContext, healthListen, logFormat, logLevel;
   agent::DryRunOptions dry;
   bool dryRun = false;
   app.add_option("--config", configPath, "YAML configuration file")->check(CLI::ExistingFile);
   app.add_option("--node-name", nodeName, "This node's name (default: $NODE_NAME)");
-  app.add_option("--kubeconfig", kubeconfig, "kubeconfig for development (default: $KUBECONFIG, else in-cluster)");
+  app.add_option("--kubeconfig", kubeconfig,
+                 "kubeconfig for development (default: $KUBECONFIG, else in-cluster)");
   app.add_option("--context", kubeContext, "kubeconfig context (default: current-context)");
-  app.add_option("--health-listen", healthListen, "host:port of /healthz /readyz /metrics (default 0.0.0.0:19874)");
+  app.add_option("--health-listen", healthListen,
+                 "host:port of /healthz /readyz /metrics (default 0.0.0.0:19874)");
   app.add_option("--log-format", logFormat, "text or json")->check(CLI::IsMember({"text", "json"}));
   app.add_option("--log-level", logLevel, "trace, debug, info, warn, error");
-  app.add_flag("--dry-run", dryRun, "Print the plan computed from --node-file (and --pods-file); touch nothing");
-  app.add_option("--node-file", dry.nodeFile, "With --dry-run: `kubectl get node NAME -o json|yaml` output");
-  app.add_option("--pods-file", dry.podsFile, "With --dry-run: `kubectl get pods -A --field-selector spec.nodeName=NAME -o json`");
-  app.add_option("--output", dry.output, "With --dry-run: text or json")->check(CLI::IsMember({"text", "json"}));
+  app.add_flag("--dry-run", dryRun,
+               "Print the plan computed from --node-file (and --pods-file); touch nothing");
+  app.add_option("--node-file", dry.nodeFile,
+                 "With --dry-run: `kubectl get node NAME -o json|yaml` output");
+  app.add_option(
+      "--pods-file", dry.podsFile,
+      "With --dry-run: `kubectl get pods -A --field-selector spec.nodeName=NAME -o json`");
+  app.add_option("--output", dry.output, "With --dry-run: text or json")
+      ->check(CLI::IsMember({"text", "json"}));
   app.set_version_flag("--version", "openkeel-node-agent 0.1.0");
   CLI11_PARSE(app, argc, argv);
 
-  auto loaded = configPath.empty() ? core::Result<agent::AgentConfig>(agent::AgentConfig{}) : agent::loadConfig(configPath);
+  auto loaded = configPath.empty() ? core::Result<agent::AgentConfig>(agent::AgentConfig{})
+                                   : agent::loadConfig(configPath);
   if (!loaded) {
     std::cerr << "config error: " << loaded.error().message << "\n";
     return 2;
@@ -71,22 +80,27 @@ int main(int argc, char** argv) {
     return agent::runDryRun(config, dry, std::cout, std::cerr);
   }
 
-  config.nodeName = !nodeName.empty() ? nodeName : !config.nodeName.empty() ? config.nodeName : envOr("NODE_NAME", "");
+  config.nodeName = !nodeName.empty()          ? nodeName
+                    : !config.nodeName.empty() ? config.nodeName
+                                               : envOr("NODE_NAME", "");
   if (config.nodeName.empty()) {
-    std::cerr << "config error: the node name is unknown: pass --node-name, set nodeName in the config, or set "
+    std::cerr << "config error: the node name is unknown: pass --node-name, set nodeName in the "
+                 "config, or set "
                  "NODE_NAME (downward API spec.nodeName)\n";
     return 2;
   }
   if (config.kubernetes.kubeconfig.empty()) config.kubernetes.kubeconfig = envOr("KUBECONFIG", "");
-  auto cluster = config.kubernetes.kubeconfig.empty()
-                     ? k8s::inClusterConfig()
-                     : k8s::kubeconfigConfig(config.kubernetes.kubeconfig, config.kubernetes.context);
+  auto cluster =
+      config.kubernetes.kubeconfig.empty()
+          ? k8s::inClusterConfig()
+          : k8s::kubeconfigConfig(config.kubernetes.kubeconfig, config.kubernetes.context);
   if (!cluster) {
     std::cerr << "config error: " << cluster.error().message << "\n";
     return 2;
   }
   if (cluster->tls.insecureSkipVerify)
-    core::logger("agent")->warn("TLS verification of the API server is off (insecure-skip-tls-verify)");
+    core::logger("agent")->warn(
+        "TLS verification of the API server is off (insecure-skip-tls-verify)");
 
   boost::asio::io_context io;
   core::CurlHttpClient http(io, "openkeel-node-agent/0.1.0");

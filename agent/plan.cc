@@ -22,7 +22,8 @@ nlohmann::json planToJson(const Plan& plan) {
 }
 
 std::string planToText(const Plan& plan) {
-  std::string out = "node " + plan.nodeName + " (uid " + (plan.nodeUid.empty() ? "unknown" : plan.nodeUid) + ")\n";
+  std::string out = "node " + plan.nodeName + " (uid " +
+                    (plan.nodeUid.empty() ? "unknown" : plan.nodeUid) + ")\n";
   out += "roles:";
   if (plan.roles.roles.empty()) out += " (none)";
   for (const auto& r : plan.roles.roles) out += " " + r;

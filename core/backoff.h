@@ -21,7 +21,7 @@ struct BackoffConfig {
 };
 
 class Backoff {
-public:
+ public:
   explicit Backoff(BackoffConfig config, std::uint64_t seed = std::random_device{}());
 
   /** The delay before the next attempt; grows until reset(). */
@@ -30,7 +30,7 @@ public:
   void reset() { attempt_ = 0; }
   unsigned attempts() const { return attempt_; }
 
-private:
+ private:
   BackoffConfig config_;
   std::mt19937_64 rng_;
   unsigned attempt_ = 0;

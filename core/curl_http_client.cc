@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
 #include <cctype>
 #include <stdexcept>
 
@@ -21,7 +21,9 @@ struct CurlGlobal {
   ~CurlGlobal() { curl_global_cleanup(); }
 };
 
-void ensureCurlGlobal() { static CurlGlobal global; }
+void ensureCurlGlobal() {
+  static CurlGlobal global;
+}
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -32,7 +34,8 @@ std::string lower(std::string_view s) {
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == '\r' || s.back() == '\n' || s.back() == ' ')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == '\r' || s.back() == '\n' || s.back() == ' '))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -57,8 +60,7 @@ struct CurlHttpClient::Socket {
   bool waiting = false;
 };
 
-struct CurlHttpClient::Transfer final : HttpRequestHandle,
-                                        std::enable_shared_from_this<Transfer> {
+struct CurlHttpClient::Transfer final : HttpRequestHandle, std::enable_shared_from_this<Transfer> {
   // HttpRequestHandle
   void cancel() override {
     if (cancelled || finished) return;
@@ -83,11 +85,13 @@ struct CurlHttpClient::Transfer final : HttpRequestHandle,
       // A new header block (after a 100 Continue, for example) replaces the previous one.
       t->response.headers.clear();
       const auto sp = line.find(' ');
-      t->response.status = sp == std::string_view::npos ? 0 : std::strtol(line.data() + sp + 1, nullptr, 10);
+      t->response.status =
+          sp == std::string_view::npos ? 0 : std::strtol(line.data() + sp + 1, nullptr, 10);
     } else if (trim(line).empty()) {
       if (t->response.status >= 200) t->deliverHeaders();
     } else if (auto colon = line.find(':'); colon != std::string_view::npos) {
-      t->response.headers[lower(trim(line.substr(0, colon)))] = std::string(trim(line.substr(colon + 1)));
+      t->response.headers[lower(trim(line.substr(0, colon)))] =
+          std::string(trim(line.substr(colon + 1)));
     }
     return t->cancelled ? 0 : line.size();
   }
@@ -197,12 +201,14 @@ HttpRequestHandlePtr CurlHttpClient::send(HttpRequest request, HttpCallbacks cal
   if (!tls.clientCertFile.empty()) curl_easy_setopt(e, CURLOPT_SSLCERT, tls.clientCertFile.c_str());
   if (!tls.clientKeyFile.empty()) curl_easy_setopt(e, CURLOPT_SSLKEY, tls.clientKeyFile.c_str());
   if (!tls.clientCertPem.empty()) {
-    t->certBlob = {const_cast<char*>(tls.clientCertPem.data()), tls.clientCertPem.size(), CURL_BLOB_NOCOPY};
+    t->certBlob = {const_cast<char*>(tls.clientCertPem.data()), tls.clientCertPem.size(),
+                   CURL_BLOB_NOCOPY};
     curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &t->certBlob);
     curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
   }
   if (!tls.clientKeyPem.empty()) {
-    t->keyBlob = {const_cast<char*>(tls.clientKeyPem.data()), tls.clientKeyPem.size(), CURL_BLOB_NOCOPY};
+    t->keyBlob = {const_cast<char*>(tls.clientKeyPem.data()), tls.clientKeyPem.size(),
+                  CURL_BLOB_NOCOPY};
     curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &t->keyBlob);
     curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
   }
@@ -220,7 +226,9 @@ HttpRequestHandlePtr CurlHttpClient::send(HttpRequest request, HttpCallbacks cal
     if (rc != CURLM_OK) {
       remove(t);
       t->finished = true;
-      if (t->callbacks.onDone) t->callbacks.onDone(makeError(std::string("curl_multi_add_handle: ") + curl_multi_strerror(rc), rc));
+      if (t->callbacks.onDone)
+        t->callbacks.onDone(
+            makeError(std::string("curl_multi_add_handle: ") + curl_multi_strerror(rc), rc));
     }
   });
   return t;
@@ -280,15 +288,16 @@ void CurlHttpClient::armSocket(const std::shared_ptr<Socket>& s) {
                                                  : asio::posix::descriptor_base::wait_write;
   s->waiting = true;
   // An INOUT socket waits for readability first; readyNow() catches writability right after.
-  s->sd.async_wait(waitType, [this, alive = std::weak_ptr<bool>(alive_), weak = std::weak_ptr<Socket>(s)](
-                                 const boost::system::error_code& ec) {
-    auto sp = weak.lock();
-    if (!alive.lock() || !sp) return;
-    sp->waiting = false;
-    if (ec) return;  // aborted: the socket was released
-    int events = (sp->what & CURL_POLL_IN) ? CURL_CSELECT_IN : CURL_CSELECT_OUT;
-    socketAction(sp->fd, events);
-  });
+  s->sd.async_wait(waitType,
+                   [this, alive = std::weak_ptr<bool>(alive_),
+                    weak = std::weak_ptr<Socket>(s)](const boost::system::error_code& ec) {
+                     auto sp = weak.lock();
+                     if (!alive.lock() || !sp) return;
+                     sp->waiting = false;
+                     if (ec) return;  // aborted: the socket was released
+                     int events = (sp->what & CURL_POLL_IN) ? CURL_CSELECT_IN : CURL_CSELECT_OUT;
+                     socketAction(sp->fd, events);
+                   });
 }
 
 void CurlHttpClient::socketAction(curl_socket_t fd, int events) {
@@ -305,11 +314,12 @@ int CurlHttpClient::onTimer(CURLM*, long timeoutMs, void* self) {
   c->timer_.cancel();
   if (timeoutMs < 0) return 0;
   c->timer_.expires_after(std::chrono::milliseconds(timeoutMs));
-  c->timer_.async_wait([c, alive = std::weak_ptr<bool>(c->alive_)](const boost::system::error_code& ec) {
-    if (ec || !alive.lock()) return;
-    c->socketAction(CURL_SOCKET_TIMEOUT, 0);
-    // Sockets whose state changed during the timeout action get re-armed by onSocket.
-  });
+  c->timer_.async_wait(
+      [c, alive = std::weak_ptr<bool>(c->alive_)](const boost::system::error_code& ec) {
+        if (ec || !alive.lock()) return;
+        c->socketAction(CURL_SOCKET_TIMEOUT, 0);
+        // Sockets whose state changed during the timeout action get re-armed by onSocket.
+      });
   return 0;
 }
 

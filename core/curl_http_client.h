@@ -15,7 +15,7 @@
 namespace okna::core {
 
 class CurlHttpClient final : public HttpClient {
-public:
+ public:
   explicit CurlHttpClient(boost::asio::io_context& io, std::string userAgent = "");
   ~CurlHttpClient() override;
   CurlHttpClient(const CurlHttpClient&) = delete;
@@ -30,7 +30,7 @@ public:
   struct Transfer;
   struct Socket;
 
-private:
+ private:
   static int onSocket(CURL* easy, curl_socket_t fd, int what, void* self, void* socketp);
   static int onTimer(CURLM* multi, long timeoutMs, void* self);
   static int onCloseSocket(void* self, curl_socket_t fd);

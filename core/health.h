@@ -12,7 +12,7 @@
 namespace okna::core {
 
 class HealthRegistry {
-public:
+ public:
   using Clock = std::chrono::steady_clock;
 
   struct Check {
@@ -36,7 +36,7 @@ public:
   std::vector<Check> liveness(Clock::time_point now = Clock::now()) const;
   bool live(Clock::time_point now = Clock::now()) const;
 
-private:
+ private:
   struct Component {
     bool ready = false;
     std::string detail;

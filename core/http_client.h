@@ -19,7 +19,8 @@ namespace okna::core {
 using HttpHeaders = std::map<std::string, std::string>;
 
 struct TlsOptions {
-  // PEM CA bundle: a file path, or the PEM bytes themselves (kubeconfig certificate-authority-data).
+  // PEM CA bundle: a file path, or the PEM bytes themselves (kubeconfig
+  // certificate-authority-data).
   std::string caFile;
   std::string caPem;
   // Client certificate and key for mutual TLS, as files or PEM bytes.
@@ -62,7 +63,7 @@ struct HttpCallbacks {
 
 /** A request in flight. Destroying the handle does not cancel; cancel() does. */
 class HttpRequestHandle {
-public:
+ public:
   virtual ~HttpRequestHandle() = default;
   /** Stop the transfer; no callback runs after this returns. Safe from inside a callback. */
   virtual void cancel() = 0;
@@ -70,7 +71,7 @@ public:
 using HttpRequestHandlePtr = std::shared_ptr<HttpRequestHandle>;
 
 class HttpClient {
-public:
+ public:
   virtual ~HttpClient() = default;
   /**
    * Start a request. Callbacks run on the event loop thread, never inside this call.

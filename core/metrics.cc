@@ -1,8 +1,8 @@
 #include "core/metrics.h"
 
 #include <algorithm>
-#include <cmath>
 #include <charconv>
+#include <cmath>
 #include <stdexcept>
 
 namespace okna::core {
@@ -46,7 +46,8 @@ std::string number(double v) {
 
 }  // namespace
 
-Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), buckets_(bounds_.size(), 0) {
+Histogram::Histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), buckets_(bounds_.size(), 0) {
   std::sort(bounds_.begin(), bounds_.end());
 }
 
@@ -61,7 +62,8 @@ std::vector<double> durationBuckets() {
   return {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
 }
 
-MetricsRegistry::Family& MetricsRegistry::family(const std::string& name, Type type, const std::string& help) {
+MetricsRegistry::Family& MetricsRegistry::family(const std::string& name, Type type,
+                                                 const std::string& help) {
   auto [it, inserted] = families_.try_emplace(name);
   if (inserted) {
     it->second.type = type;
@@ -72,22 +74,24 @@ MetricsRegistry::Family& MetricsRegistry::family(const std::string& name, Type t
   return it->second;
 }
 
-Counter& MetricsRegistry::counter(const std::string& name, const std::string& help, const Labels& labels) {
+Counter& MetricsRegistry::counter(const std::string& name, const std::string& help,
+                                  const Labels& labels) {
   std::lock_guard lock(mutex_);
   auto& slot = family(name, Type::Counter, help).counters[labels];
   if (!slot) slot = std::make_unique<Counter>();
   return *slot;
 }
 
-Gauge& MetricsRegistry::gauge(const std::string& name, const std::string& help, const Labels& labels) {
+Gauge& MetricsRegistry::gauge(const std::string& name, const std::string& help,
+                              const Labels& labels) {
   std::lock_guard lock(mutex_);
   auto& slot = family(name, Type::Gauge, help).gauges[labels];
   if (!slot) slot = std::make_unique<Gauge>();
   return *slot;
 }
 
-Histogram& MetricsRegistry::histogram(const std::string& name, const std::string& help, const Labels& labels,
-                                      std::vector<double> bounds) {
+Histogram& MetricsRegistry::histogram(const std::string& name, const std::string& help,
+                                      const Labels& labels, std::vector<double> bounds) {
   std::lock_guard lock(mutex_);
   auto& slot = family(name, Type::Histogram, help).histograms[labels];
   if (!slot) slot = std::make_unique<Histogram>(std::move(bounds));
@@ -98,10 +102,14 @@ std::string MetricsRegistry::render() const {
   std::lock_guard lock(mutex_);
   std::string out;
   for (const auto& [name, f] : families_) {
-    const char* type = f.type == Type::Counter ? "counter" : f.type == Type::Gauge ? "gauge" : "histogram";
+    const char* type = f.type == Type::Counter ? "counter"
+                       : f.type == Type::Gauge ? "gauge"
+                                               : "histogram";
     out += "# HELP " + name + " " + f.help + "\n# TYPE " + name + " " + type + "\n";
-    for (const auto& [labels, c] : f.counters) out += name + renderLabels(labels) + " " + number(c->value()) + "\n";
-    for (const auto& [labels, g] : f.gauges) out += name + renderLabels(labels) + " " + number(g->value()) + "\n";
+    for (const auto& [labels, c] : f.counters)
+      out += name + renderLabels(labels) + " " + number(c->value()) + "\n";
+    for (const auto& [labels, g] : f.gauges)
+      out += name + renderLabels(labels) + " " + number(g->value()) + "\n";
     for (const auto& [labels, h] : f.histograms) {
       unsigned long long cumulative = 0;
       for (size_t i = 0; i < h->bounds().size(); ++i) {
@@ -109,7 +117,8 @@ std::string MetricsRegistry::render() const {
         out += name + "_bucket" + renderLabels(labels, "le", number(h->bounds()[i])) + " " +
                std::to_string(cumulative) + "\n";
       }
-      out += name + "_bucket" + renderLabels(labels, "le", "+Inf") + " " + std::to_string(h->count()) + "\n";
+      out += name + "_bucket" + renderLabels(labels, "le", "+Inf") + " " +
+             std::to_string(h->count()) + "\n";
       out += name + "_sum" + renderLabels(labels) + " " + number(h->sum()) + "\n";
       out += name + "_count" + renderLabels(labels) + " " + std::to_string(h->count()) + "\n";
     }

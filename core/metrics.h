@@ -14,26 +14,26 @@ namespace okna::core {
 using Labels = std::map<std::string, std::string>;
 
 class Counter {
-public:
+ public:
   void inc(double by = 1) { value_ += by; }
   double value() const { return value_; }
 
-private:
+ private:
   double value_ = 0;
 };
 
 class Gauge {
-public:
+ public:
   void set(double v) { value_ = v; }
   void add(double v) { value_ += v; }
   double value() const { return value_; }
 
-private:
+ private:
   double value_ = 0;
 };
 
 class Histogram {
-public:
+ public:
   explicit Histogram(std::vector<double> bounds);
   void observe(double v);
   const std::vector<double>& bounds() const { return bounds_; }
@@ -41,7 +41,7 @@ public:
   double sum() const { return sum_; }
   unsigned long long count() const { return count_; }
 
-private:
+ private:
   std::vector<double> bounds_;
   std::vector<unsigned long long> buckets_;  // cumulative counts are computed when rendering
   double sum_ = 0;
@@ -52,7 +52,7 @@ private:
 std::vector<double> durationBuckets();
 
 class MetricsRegistry {
-public:
+ public:
   Counter& counter(const std::string& name, const std::string& help, const Labels& labels = {});
   Gauge& gauge(const std::string& name, const std::string& help, const Labels& labels = {});
   Histogram& histogram(const std::string& name, const std::string& help, const Labels& labels = {},
@@ -60,7 +60,7 @@ public:
   /** The whole registry in Prometheus text format. */
   std::string render() const;
 
-private:
+ private:
   enum class Type { Counter, Gauge, Histogram };
   struct Family {
     Type type;

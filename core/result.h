@@ -17,8 +17,9 @@ struct Error {
 };
 
 /** A value or an Error (std::expected is C++23; this is the subset the agent needs). */
-template <typename T> class Result {
-public:
+template <typename T>
+class Result {
+ public:
   Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
   Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
@@ -33,7 +34,7 @@ public:
   const T* operator->() const { return &value(); }
   const Error& error() const { return std::get<Error>(v_); }
 
-private:
+ private:
   std::variant<T, Error> v_;
 };
 
@@ -45,11 +46,13 @@ struct Status {
   explicit operator bool() const { return ok_; }
   const Error& error() const { return error_; }
 
-private:
+ private:
   Error error_;
   bool ok_ = true;
 };
 
-inline Error makeError(std::string message, int code = 0) { return Error{code, std::move(message)}; }
+inline Error makeError(std::string message, int code = 0) {
+  return Error{code, std::move(message)};
+}
 
 }  // namespace okna::core

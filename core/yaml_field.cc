@@ -18,15 +18,22 @@ YamlField YamlField::root(YAML::Node node, const std::string& file) {
 std::string YamlField::position() const {
   std::string out = *file_;
   const YAML::Mark mark = node_.Mark();
-  if (!mark.is_null()) out += ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+  if (!mark.is_null())
+    out += ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
   return out;
 }
 
-std::string YamlField::where() const { return position() + ": " + (path_.empty() ? "(top level)" : path_); }
+std::string YamlField::where() const {
+  return position() + ": " + (path_.empty() ? "(top level)" : path_);
+}
 
-void YamlField::fail(const std::string& why) const { throw ConfigError(where() + ": " + why); }
+void YamlField::fail(const std::string& why) const {
+  throw ConfigError(where() + ": " + why);
+}
 
-void YamlField::failWithMessage(const std::string& message) const { throw ConfigError(position() + ": " + message); }
+void YamlField::failWithMessage(const std::string& message) const {
+  throw ConfigError(position() + ": " + message);
+}
 
 void YamlField::expectKeys(std::initializer_list<const char*> allowed) const {
   if (!node_.IsMap()) fail("expected a mapping");
@@ -68,7 +75,8 @@ std::int64_t YamlField::asInt(std::int64_t min, std::int64_t max) const {
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || ptr != s.data() + s.size()) fail("\"" + s + "\" is not an integer");
   if (v < min || v > max)
-    fail(std::to_string(v) + " is out of range [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+    fail(std::to_string(v) + " is out of range [" + std::to_string(min) + ", " +
+         std::to_string(max) + "]");
   return v;
 }
 
@@ -123,7 +131,8 @@ nlohmann::json yamlToJson(const YAML::Node& node) {
   using nlohmann::json;
   switch (node.Type()) {
     case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined: return nullptr;
+    case YAML::NodeType::Undefined:
+      return nullptr;
     case YAML::NodeType::Sequence: {
       json out = json::array();
       for (const auto& item : node) out.push_back(yamlToJson(item));
@@ -134,7 +143,8 @@ nlohmann::json yamlToJson(const YAML::Node& node) {
       for (const auto& kv : node) out[kv.first.as<std::string>()] = yamlToJson(kv.second);
       return out;
     }
-    case YAML::NodeType::Scalar: break;
+    case YAML::NodeType::Scalar:
+      break;
   }
   const std::string s = node.Scalar();
   // Quoted scalars carry the non-specific tag "!": always strings.

@@ -26,7 +26,7 @@ struct ConfigError : std::runtime_error {
 };
 
 class YamlField {
-public:
+ public:
   YamlField(YAML::Node node, std::string path, std::shared_ptr<const std::string> file);
   /** The root of a document. */
   static YamlField root(YAML::Node node, const std::string& file);
@@ -51,7 +51,7 @@ public:
   std::vector<std::pair<std::string, YamlField>> entries() const;
   std::vector<std::string> asStringList() const;
 
-private:
+ private:
   std::string where() const;
   std::string position() const;
   YAML::Node node_;
@@ -60,7 +60,8 @@ private:
 };
 
 /** Runs a parse function, turning ConfigError (and YAML syntax errors) into an Error. */
-template <typename F> auto catchConfigErrors(F&& parse) -> Result<decltype(parse())> {
+template <typename F>
+auto catchConfigErrors(F&& parse) -> Result<decltype(parse())> {
   try {
     return parse();
   } catch (const ConfigError& e) {

@@ -25,27 +25,36 @@ std::string urlEncode(std::string_view value) {
 std::string describeFailure(const core::HttpResponse& response, const RequestIntent& intent) {
   std::string message;
   const json status = json::parse(response.body, nullptr, false);
-  if (status.is_object() && status.value("kind", "") == "Status") message = status.value("message", "");
+  if (status.is_object() && status.value("kind", "") == "Status")
+    message = status.value("message", "");
   if (message.empty()) message = response.body.substr(0, 200);
-  const std::string scope = intent.namespace_.empty() ? "at the cluster scope" : "in namespace " + intent.namespace_;
-  const std::string what = intent.resource + (intent.name.empty() ? "" : " \"" + intent.name + "\"");
+  const std::string scope =
+      intent.namespace_.empty() ? "at the cluster scope" : "in namespace " + intent.namespace_;
+  const std::string what =
+      intent.resource + (intent.name.empty() ? "" : " \"" + intent.name + "\"");
   switch (response.status) {
     case 401:
       return "HTTP 401 Unauthorized on " + intent.verb + " " + what +
-             ": the API server rejected the agent's credentials (expired or wrong token, or wrong client "
-             "certificate): " + message;
+             ": the API server rejected the agent's credentials (expired or wrong token, or wrong "
+             "client "
+             "certificate): " +
+             message;
     case 403:
-      return "HTTP 403 Forbidden on " + intent.verb + " " + what + ": RBAC: the agent's identity needs verb \"" +
-             intent.verb + "\" on resource \"" + intent.resource + "\" " + scope +
+      return "HTTP 403 Forbidden on " + intent.verb + " " + what +
+             ": RBAC: the agent's identity needs verb \"" + intent.verb + "\" on resource \"" +
+             intent.resource + "\" " + scope +
              " (check the ClusterRole bound to its service account): " + message;
     default:
-      return "HTTP " + std::to_string(response.status) + " on " + intent.verb + " " + what + ": " + message;
+      return "HTTP " + std::to_string(response.status) + " on " + intent.verb + " " + what + ": " +
+             message;
   }
 }
 
-ApiClient::ApiClient(core::HttpClient& http, ClusterConfig config) : http_(http), config_(std::move(config)) {}
+ApiClient::ApiClient(core::HttpClient& http, ClusterConfig config)
+    : http_(http), config_(std::move(config)) {}
 
-core::HttpRequest ApiClient::makeRequest(const std::string& method, const std::string& pathAndQuery) {
+core::HttpRequest ApiClient::makeRequest(const std::string& method,
+                                         const std::string& pathAndQuery) {
   core::HttpRequest r;
   r.method = method;
   r.url = config_.server + pathAndQuery;
@@ -60,24 +69,26 @@ core::HttpRequestHandlePtr ApiClient::get(const std::string& pathAndQuery, Callb
   return http_.send(makeRequest("GET", pathAndQuery), {nullptr, nullptr, std::move(callback)});
 }
 
-core::HttpRequestHandlePtr ApiClient::post(const std::string& path, const json& body, Callback callback) {
+core::HttpRequestHandlePtr ApiClient::post(const std::string& path, const json& body,
+                                           Callback callback) {
   auto r = makeRequest("POST", path);
   r.headers["Content-Type"] = "application/json";
   r.body = body.dump();
   return http_.send(std::move(r), {nullptr, nullptr, std::move(callback)});
 }
 
-core::HttpRequestHandlePtr ApiClient::patch(const std::string& path, PatchType type, const json& body,
-                                            Callback callback) {
+core::HttpRequestHandlePtr ApiClient::patch(const std::string& path, PatchType type,
+                                            const json& body, Callback callback) {
   auto r = makeRequest("PATCH", path);
-  r.headers["Content-Type"] = type == PatchType::Merge   ? "application/merge-patch+json"
-                              : type == PatchType::Json  ? "application/json-patch+json"
-                                                         : "application/strategic-merge-patch+json";
+  r.headers["Content-Type"] = type == PatchType::Merge  ? "application/merge-patch+json"
+                              : type == PatchType::Json ? "application/json-patch+json"
+                                                        : "application/strategic-merge-patch+json";
   r.body = body.dump();
   return http_.send(std::move(r), {nullptr, nullptr, std::move(callback)});
 }
 
-core::HttpRequestHandlePtr ApiClient::watch(const std::string& pathAndQuery, std::chrono::milliseconds timeout,
+core::HttpRequestHandlePtr ApiClient::watch(const std::string& pathAndQuery,
+                                            std::chrono::milliseconds timeout,
                                             WatchCallbacks callbacks) {
   auto r = makeRequest("GET", pathAndQuery);
   r.totalTimeout = timeout;

@@ -19,8 +19,9 @@ enum class PatchType { Merge, Json, StrategicMerge };
 
 /** Splits a byte stream into '\n'-terminated lines, across arbitrary chunk boundaries. */
 class LineSplitter {
-public:
-  template <typename F> void feed(std::string_view data, F&& onLine) {
+ public:
+  template <typename F>
+  void feed(std::string_view data, F&& onLine) {
     size_t start = 0;
     for (size_t i = 0; i < data.size(); ++i) {
       if (data[i] != '\n') continue;
@@ -39,15 +40,15 @@ public:
   /** Bytes after the last newline. */
   const std::string& pending() const { return partial_; }
 
-private:
+ private:
   std::string partial_;
 };
 
 /** What a request was for, so that errors can name the missing RBAC permission. */
 struct RequestIntent {
-  std::string verb;      // get, list, watch, patch, create
-  std::string resource;  // nodes, pods, events, nodes/status
-  std::string name;      // object name, if any
+  std::string verb;        // get, list, watch, patch, create
+  std::string resource;    // nodes, pods, events, nodes/status
+  std::string name;        // object name, if any
   std::string namespace_;  // empty: cluster scope (or all namespaces)
 };
 
@@ -58,7 +59,7 @@ std::string describeFailure(const core::HttpResponse& response, const RequestInt
 std::string urlEncode(std::string_view value);
 
 class ApiClient {
-public:
+ public:
   using Callback = std::function<void(core::Result<core::HttpResponse>)>;
   struct WatchCallbacks {
     // One complete line of a 200 watch stream (one JSON event).
@@ -70,18 +71,19 @@ public:
   ApiClient(core::HttpClient& http, ClusterConfig config);
 
   core::HttpRequestHandlePtr get(const std::string& pathAndQuery, Callback callback);
-  core::HttpRequestHandlePtr post(const std::string& path, const nlohmann::json& body, Callback callback);
-  core::HttpRequestHandlePtr patch(const std::string& path, PatchType type, const nlohmann::json& body,
-                                   Callback callback);
+  core::HttpRequestHandlePtr post(const std::string& path, const nlohmann::json& body,
+                                  Callback callback);
+  core::HttpRequestHandlePtr patch(const std::string& path, PatchType type,
+                                   const nlohmann::json& body, Callback callback);
   /** A watch; `timeout` bounds the whole stream (server timeoutSeconds plus slack). */
-  core::HttpRequestHandlePtr watch(const std::string& pathAndQuery, std::chrono::milliseconds timeout,
-                                   WatchCallbacks callbacks);
+  core::HttpRequestHandlePtr watch(const std::string& pathAndQuery,
+                                   std::chrono::milliseconds timeout, WatchCallbacks callbacks);
 
   /** After a 401: re-read the token file before the next request. */
   void credentialsRejected() { config_.token.invalidate(); }
   const ClusterConfig& config() const { return config_; }
 
-private:
+ private:
   core::HttpRequest makeRequest(const std::string& method, const std::string& pathAndQuery);
 
   core::HttpClient& http_;

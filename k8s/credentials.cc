@@ -33,7 +33,8 @@ core::Result<std::string> base64Decode(const std::string& in, const std::string&
   if (clean.size() % 4 != 0) return core::makeError(field + ": not valid base64");
   std::string out(clean.size() / 4 * 3, '\0');
   const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(clean.data()), static_cast<int>(clean.size()));
+                                reinterpret_cast<const unsigned char*>(clean.data()),
+                                static_cast<int>(clean.size()));
   if (n < 0) return core::makeError(field + ": not valid base64");
   size_t len = static_cast<size_t>(n);
   // EVP_DecodeBlock counts padding bytes as output; drop them.
@@ -78,7 +79,8 @@ std::string TokenSource::current() {
   if (path_.empty()) return token_;
   struct stat st {};
   if (::stat(path_.c_str(), &st) != 0) return token_;  // keep the last good token
-  const long long mtime = static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
+  const long long mtime =
+      static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
   if (mtime != cachedMtime_ || static_cast<long long>(st.st_size) != cachedSize_) {
     auto content = readFile(path_, "token file");
     if (content.ok()) {
@@ -94,14 +96,16 @@ core::Result<ClusterConfig> inClusterConfig(const InClusterPaths& paths) {
   const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
   const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
   if (host == nullptr || port == nullptr || *host == '\0' || *port == '\0')
-    return core::makeError("in-cluster config: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set "
-                           "(outside a pod, pass --kubeconfig or set KUBECONFIG)");
+    return core::makeError(
+        "in-cluster config: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set "
+        "(outside a pod, pass --kubeconfig or set KUBECONFIG)");
   ClusterConfig c;
   c.source = "in-cluster";
   const std::string h(host);
   c.server = "https://" + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + port;
   if (!std::filesystem::exists(paths.tokenFile))
-    return core::makeError("in-cluster config: service account token " + paths.tokenFile + " is missing");
+    return core::makeError("in-cluster config: service account token " + paths.tokenFile +
+                           " is missing");
   if (!std::filesystem::exists(paths.caFile))
     return core::makeError("in-cluster config: service account CA " + paths.caFile + " is missing");
   c.token = TokenSource::file(paths.tokenFile);
@@ -116,7 +120,9 @@ core::Result<ClusterConfig> kubeconfigConfig(const std::string& path, const std:
   } catch (const YAML::Exception& e) {
     return core::makeError("kubeconfig " + path + ": " + e.what());
   }
-  auto bad = [&](const std::string& why) { return core::makeError("kubeconfig " + path + ": " + why); };
+  auto bad = [&](const std::string& why) {
+    return core::makeError("kubeconfig " + path + ": " + why);
+  };
   const std::string ctxName = context.empty() ? str(root, "current-context") : context;
   if (ctxName.empty()) return bad("no current-context and no context given");
   const YAML::Node ctx = findNamed(root["contexts"], ctxName);
@@ -124,7 +130,8 @@ core::Result<ClusterConfig> kubeconfigConfig(const std::string& path, const std:
   const std::string clusterName = str(ctx["context"], "cluster");
   const std::string userName = str(ctx["context"], "user");
   const YAML::Node cluster = findNamed(root["clusters"], clusterName)["cluster"];
-  if (!cluster) return bad("cluster \"" + clusterName + "\" of context \"" + ctxName + "\" not found");
+  if (!cluster)
+    return bad("cluster \"" + clusterName + "\" of context \"" + ctxName + "\" not found");
 
   ClusterConfig c;
   c.source = path;
@@ -133,7 +140,8 @@ core::Result<ClusterConfig> kubeconfigConfig(const std::string& path, const std:
   if (c.server.empty()) return bad("clusters[" + clusterName + "].cluster.server: missing");
   c.tls.caFile = resolve(path, str(cluster, "certificate-authority"));
   if (auto data = str(cluster, "certificate-authority-data"); !data.empty()) {
-    auto pem = base64Decode(data, "clusters[" + clusterName + "].cluster.certificate-authority-data");
+    auto pem =
+        base64Decode(data, "clusters[" + clusterName + "].cluster.certificate-authority-data");
     if (!pem) return bad(pem.error().message);
     c.tls.caPem = *pem;
   }
@@ -143,7 +151,8 @@ core::Result<ClusterConfig> kubeconfigConfig(const std::string& path, const std:
     const YAML::Node user = findNamed(root["users"], userName)["user"];
     if (!user) return bad("user \"" + userName + "\" of context \"" + ctxName + "\" not found");
     if (auto token = str(user, "token"); !token.empty()) c.token = TokenSource::literal(token);
-    if (auto file = str(user, "tokenFile"); !file.empty()) c.token = TokenSource::file(resolve(path, file));
+    if (auto file = str(user, "tokenFile"); !file.empty())
+      c.token = TokenSource::file(resolve(path, file));
     c.tls.clientCertFile = resolve(path, str(user, "client-certificate"));
     c.tls.clientKeyFile = resolve(path, str(user, "client-key"));
     const std::string where = "users[" + userName + "].user.";
@@ -158,7 +167,8 @@ core::Result<ClusterConfig> kubeconfigConfig(const std::string& path, const std:
       c.tls.clientKeyPem = *pem;
     }
     if (user["exec"] || user["auth-provider"])
-      return bad("user \"" + userName + "\": exec and auth-provider plugins are not supported; use a token");
+      return bad("user \"" + userName +
+                 "\": exec and auth-provider plugins are not supported; use a token");
   }
   return c;
 }

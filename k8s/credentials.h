@@ -13,7 +13,7 @@ namespace okna::k8s {
 
 /** A bearer token from a literal or a file, re-read when the file's mtime or size changes. */
 class TokenSource {
-public:
+ public:
   TokenSource() = default;
   static TokenSource literal(std::string token);
   static TokenSource file(std::string path);
@@ -25,7 +25,7 @@ public:
   bool empty() const { return token_.empty() && path_.empty(); }
   const std::string& path() const { return path_; }
 
-private:
+ private:
   std::string token_;
   std::string path_;
   long long cachedMtime_ = -1;
@@ -50,6 +50,7 @@ struct InClusterPaths {
 core::Result<ClusterConfig> inClusterConfig(const InClusterPaths& paths = {});
 
 /** From a kubeconfig file; `context` empty means current-context. */
-core::Result<ClusterConfig> kubeconfigConfig(const std::string& path, const std::string& context = "");
+core::Result<ClusterConfig> kubeconfigConfig(const std::string& path,
+                                             const std::string& context = "");
 
 }  // namespace okna::k8s

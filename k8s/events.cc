@@ -22,9 +22,11 @@ std::string rfc3339Now() {
   return buf;
 }
 
-EventRecorder::EventRecorder(ApiClient& api, EventTarget target) : api_(api), target_(std::move(target)) {}
+EventRecorder::EventRecorder(ApiClient& api, EventTarget target)
+    : api_(api), target_(std::move(target)) {}
 
-void EventRecorder::record(const std::string& type, const std::string& reason, const std::string& message) {
+void EventRecorder::record(const std::string& type, const std::string& reason,
+                           const std::string& message) {
   const std::string key = type + "\n" + reason + "\n" + message;
   const auto now = std::chrono::steady_clock::now();
   const std::string ts = rfc3339Now();
@@ -40,21 +42,27 @@ void EventRecorder::record(const std::string& type, const std::string& reason, c
                    ++sent_;
                  } else {
                    log->warn("event {}: {}", reason,
-                             r.ok() ? describeFailure(*r, {"patch", "events", "", "default"}) : r.error().message);
+                             r.ok() ? describeFailure(*r, {"patch", "events", "", "default"})
+                                    : r.error().message);
                  }
                });
     return;
   }
   // Unique per agent start and event: node name, time and a sequence number.
   char suffix[32];
-  std::snprintf(suffix, sizeof suffix, "%lx%x", static_cast<unsigned long>(std::time(nullptr)), ++sequence_);
+  std::snprintf(suffix, sizeof suffix, "%lx%x", static_cast<unsigned long>(std::time(nullptr)),
+                ++sequence_);
   const std::string name = target_.nodeName + "." + suffix;
   recent_[key] = Sent{name, 1, now};
   const json event = {
       {"apiVersion", "v1"},
       {"kind", "Event"},
       {"metadata", {{"name", name}, {"namespace", "default"}}},
-      {"involvedObject", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", target_.nodeName}, {"uid", target_.nodeUid}}},
+      {"involvedObject",
+       {{"apiVersion", "v1"},
+        {"kind", "Node"},
+        {"name", target_.nodeName},
+        {"uid", target_.nodeUid}}},
       {"type", type},
       {"reason", reason},
       {"message", message},
@@ -65,14 +73,16 @@ void EventRecorder::record(const std::string& type, const std::string& reason, c
       {"firstTimestamp", ts},
       {"lastTimestamp", ts},
   };
-  api_.post("/api/v1/namespaces/default/events", event, [this, log, reason](core::Result<core::HttpResponse> r) {
-    if (r.ok() && r->status == 201) {
-      ++sent_;
-    } else {
-      log->warn("event {}: {}", reason,
-                r.ok() ? describeFailure(*r, {"create", "events", "", "default"}) : r.error().message);
-    }
-  });
+  api_.post("/api/v1/namespaces/default/events", event,
+            [this, log, reason](core::Result<core::HttpResponse> r) {
+              if (r.ok() && r->status == 201) {
+                ++sent_;
+              } else {
+                log->warn("event {}: {}", reason,
+                          r.ok() ? describeFailure(*r, {"create", "events", "", "default"})
+                                 : r.error().message);
+              }
+            });
 }
 
 }  // namespace okna::k8s

@@ -19,7 +19,7 @@ struct EventTarget {
 };
 
 class EventRecorder {
-public:
+ public:
   EventRecorder(ApiClient& api, EventTarget target);
 
   /** type: "Normal" or "Warning"; reason: UpperCamelCase. Fire and forget; failures are logged. */
@@ -28,7 +28,7 @@ public:
   /** Events sent (created or patched), for tests and metrics. */
   unsigned sent() const { return sent_; }
 
-private:
+ private:
   struct Sent {
     std::string name;
     int count = 0;

@@ -24,22 +24,32 @@ milliseconds retryAfter(const core::HttpResponse& r) {
 
 const char* toString(Informer::EventType type) {
   switch (type) {
-    case Informer::EventType::Added: return "ADDED";
-    case Informer::EventType::Modified: return "MODIFIED";
-    case Informer::EventType::Deleted: return "DELETED";
+    case Informer::EventType::Added:
+      return "ADDED";
+    case Informer::EventType::Modified:
+      return "MODIFIED";
+    case Informer::EventType::Deleted:
+      return "DELETED";
   }
   return "?";
 }
 
 Informer::Informer(boost::asio::io_context& io, ApiClient& api, InformerConfig config,
                    core::MetricsRegistry& metrics, Handler handler)
-    : io_(io), api_(api), config_(std::move(config)), metrics_(metrics), handler_(std::move(handler)),
-      backoff_(config_.backoff), retryTimer_(io) {
+    : io_(io),
+      api_(api),
+      config_(std::move(config)),
+      metrics_(metrics),
+      handler_(std::move(handler)),
+      backoff_(config_.backoff),
+      retryTimer_(io) {
   metrics_.gauge("okna_k8s_informer_synced", "1 when the informer has completed its first LIST",
                  {{"resource", config_.resource}});
 }
 
-Informer::~Informer() { stop(); }
+Informer::~Informer() {
+  stop();
+}
 
 void Informer::start() {
   if (running_) return;
@@ -76,10 +86,12 @@ void Informer::list(const std::string& continueToken) {
   if (!running_) return;
   if (continueToken.empty()) listing_.clear();
   std::string path = config_.path + query(false);
-  if (!continueToken.empty()) path += (path.find('?') == std::string::npos ? "?" : "&") +
-                                      std::string("continue=") + urlEncode(continueToken);
+  if (!continueToken.empty())
+    path += (path.find('?') == std::string::npos ? "?" : "&") + std::string("continue=") +
+            urlEncode(continueToken);
   core::logger("k8s")->debug("LIST {}", path);
-  inFlight_ = api_.get(path, [this](core::Result<core::HttpResponse> r) { onListPage(std::move(r)); });
+  inFlight_ =
+      api_.get(path, [this](core::Result<core::HttpResponse> r) { onListPage(std::move(r)); });
 }
 
 void Informer::onListPage(core::Result<core::HttpResponse> result) {
@@ -89,7 +101,10 @@ void Informer::onListPage(core::Result<core::HttpResponse> result) {
   const core::HttpResponse& r = *result;
   if (r.status == 410) {
     // The continue token expired (etcd compaction): start the list over.
-    metrics_.counter("okna_k8s_informer_relists_total", "LISTs started over", {{"resource", config_.resource}, {"reason", "expired"}}).inc();
+    metrics_
+        .counter("okna_k8s_informer_relists_total", "LISTs started over",
+                 {{"resource", config_.resource}, {"reason", "expired"}})
+        .inc();
     return list("");
   }
   if (r.status != 200) return failed(r, intent, &Informer::startList);
@@ -111,8 +126,13 @@ void Informer::onListPage(core::Result<core::HttpResponse> result) {
   backoff_.reset();
   const bool first = !synced_;
   synced_ = true;
-  metrics_.gauge("okna_k8s_informer_synced", "1 when the informer has completed its first LIST", {{"resource", config_.resource}}).set(1);
-  metrics_.gauge("okna_k8s_informer_objects", "Objects in the informer's store", {{"resource", config_.resource}})
+  metrics_
+      .gauge("okna_k8s_informer_synced", "1 when the informer has completed its first LIST",
+             {{"resource", config_.resource}})
+      .set(1);
+  metrics_
+      .gauge("okna_k8s_informer_objects", "Objects in the informer's store",
+             {{"resource", config_.resource}})
       .set(static_cast<double>(items_.size()));
   core::logger("k8s")->info("{} informer {}: {} object(s) at resourceVersion {}", config_.resource,
                             first ? "synced" : "relisted", items_.size(), resourceVersion_);
@@ -122,25 +142,37 @@ void Informer::onListPage(core::Result<core::HttpResponse> result) {
 
 void Informer::watch() {
   if (!running_) return;
-  std::uniform_int_distribution<long> dist(config_.watchTimeoutMin.count(),
-                                           std::max(config_.watchTimeoutMin.count(), config_.watchTimeoutMax.count()));
+  std::uniform_int_distribution<long> dist(
+      config_.watchTimeoutMin.count(),
+      std::max(config_.watchTimeoutMin.count(), config_.watchTimeoutMax.count()));
   const long timeoutSeconds = dist(rng_);
-  const std::string path = config_.path + query(true) + "&timeoutSeconds=" + std::to_string(timeoutSeconds);
+  const std::string path =
+      config_.path + query(true) + "&timeoutSeconds=" + std::to_string(timeoutSeconds);
   const unsigned generation = ++watchGeneration_;
-  metrics_.counter("okna_k8s_informer_watches_total", "WATCH requests started", {{"resource", config_.resource}}).inc();
+  metrics_
+      .counter("okna_k8s_informer_watches_total", "WATCH requests started",
+               {{"resource", config_.resource}})
+      .inc();
   core::logger("k8s")->debug("WATCH {}", path);
   ApiClient::WatchCallbacks cb;
   cb.onLine = [this, generation](std::string_view line) { onWatchLine(line, generation); };
-  cb.onDone = [this, generation](core::Result<core::HttpResponse> r) { onWatchDone(std::move(r), generation); };
+  cb.onDone = [this, generation](core::Result<core::HttpResponse> r) {
+    onWatchDone(std::move(r), generation);
+  };
   inFlight_ = api_.watch(path, milliseconds(timeoutSeconds * 1000) + kWatchSlack, std::move(cb));
 }
 
 void Informer::onWatchLine(std::string_view line, unsigned generation) {
   if (generation != watchGeneration_ || !running_) return;
   json event = json::parse(line, nullptr, false);
-  if (!event.is_object() || !event.contains("type") || !event.contains("object") || !event["object"].is_object()) {
-    metrics_.counter("okna_k8s_informer_errors_total", "Informer errors", {{"resource", config_.resource}, {"reason", "decode"}}).inc();
-    core::logger("k8s")->warn("{} watch: undecodable event skipped; relisting to stay consistent", config_.resource);
+  if (!event.is_object() || !event.contains("type") || !event.contains("object") ||
+      !event["object"].is_object()) {
+    metrics_
+        .counter("okna_k8s_informer_errors_total", "Informer errors",
+                 {{"resource", config_.resource}, {"reason", "decode"}})
+        .inc();
+    core::logger("k8s")->warn("{} watch: undecodable event skipped; relisting to stay consistent",
+                              config_.resource);
     return relist("decode");
   }
   const std::string type = event["type"].is_string() ? event["type"].get<std::string>() : "";
@@ -152,14 +184,21 @@ void Informer::onWatchLine(std::string_view line, unsigned generation) {
     const int code = object.value("code", 0);
     const std::string message = object.value("message", "");
     if (code == 410) {
-      core::logger("k8s")->info("{} watch: resourceVersion expired ({}); relisting", config_.resource, message);
+      core::logger("k8s")->info("{} watch: resourceVersion expired ({}); relisting",
+                                config_.resource, message);
       return relist("expired");
     }
-    metrics_.counter("okna_k8s_informer_errors_total", "Informer errors", {{"resource", config_.resource}, {"reason", "watch-error-event"}}).inc();
+    metrics_
+        .counter("okna_k8s_informer_errors_total", "Informer errors",
+                 {{"resource", config_.resource}, {"reason", "watch-error-event"}})
+        .inc();
     cancelInFlight();
     return retry(&Informer::watch, "watch ERROR event " + std::to_string(code) + ": " + message);
   }
-  metrics_.counter("okna_k8s_informer_events_total", "Watch events received", {{"resource", config_.resource}, {"type", type}}).inc();
+  metrics_
+      .counter("okna_k8s_informer_events_total", "Watch events received",
+               {{"resource", config_.resource}, {"type", type}})
+      .inc();
   if (type == "BOOKMARK") {
     if (!rv.empty()) resourceVersion_ = rv;
     return;
@@ -172,7 +211,8 @@ void Informer::onWatchLine(std::string_view line, unsigned generation) {
   } else if (type == "DELETED") {
     t = EventType::Deleted;
   } else {
-    core::logger("k8s")->warn("{} watch: unknown event type \"{}\" ignored", config_.resource, type);
+    core::logger("k8s")->warn("{} watch: unknown event type \"{}\" ignored", config_.resource,
+                              type);
     return;
   }
   if (!rv.empty()) resourceVersion_ = rv;
@@ -194,10 +234,12 @@ void Informer::onWatchDone(core::Result<core::HttpResponse> result, unsigned gen
   failed(r, RequestIntent{"watch", config_.resource, "", ""}, &Informer::watch);
 }
 
-void Informer::failed(const core::HttpResponse& r, const RequestIntent& intent, void (Informer::*what)()) {
+void Informer::failed(const core::HttpResponse& r, const RequestIntent& intent,
+                      void (Informer::*what)()) {
   const std::string message = describeFailure(r, intent);
   if (r.status == 401) api_.credentialsRejected();
-  if ((r.status == 401 || r.status == 403 || r.status == 400) && handler_.onError) handler_.onError(message);
+  if ((r.status == 401 || r.status == 403 || r.status == 400) && handler_.onError)
+    handler_.onError(message);
   retry(what, message, retryAfter(r));
 }
 
@@ -206,8 +248,12 @@ void Informer::retry(void (Informer::*what)(), const std::string& reason, millis
   cancelInFlight();
   const milliseconds delay = std::max(backoff_.next(), atLeast);
   lastError_ = reason;
-  metrics_.counter("okna_k8s_informer_errors_total", "Informer errors", {{"resource", config_.resource}, {"reason", "request"}}).inc();
-  core::logger("k8s")->warn("{} informer: {}; retrying in {} ms", config_.resource, reason, delay.count());
+  metrics_
+      .counter("okna_k8s_informer_errors_total", "Informer errors",
+               {{"resource", config_.resource}, {"reason", "request"}})
+      .inc();
+  core::logger("k8s")->warn("{} informer: {}; retrying in {} ms", config_.resource, reason,
+                            delay.count());
   retryTimer_.expires_after(delay);
   retryTimer_.async_wait([this, what](const boost::system::error_code& ec) {
     if (!ec && running_) (this->*what)();
@@ -216,7 +262,10 @@ void Informer::retry(void (Informer::*what)(), const std::string& reason, millis
 
 void Informer::relist(const std::string& reason) {
   cancelInFlight();
-  metrics_.counter("okna_k8s_informer_relists_total", "LISTs started over", {{"resource", config_.resource}, {"reason", reason}}).inc();
+  metrics_
+      .counter("okna_k8s_informer_relists_total", "LISTs started over",
+               {{"resource", config_.resource}, {"reason", reason}})
+      .inc();
   list("");
 }
 
@@ -251,7 +300,9 @@ void Informer::apply(EventType type, const json& object) {
   } else {
     items_[key] = object;
   }
-  metrics_.gauge("okna_k8s_informer_objects", "Objects in the informer's store", {{"resource", config_.resource}})
+  metrics_
+      .gauge("okna_k8s_informer_objects", "Objects in the informer's store",
+             {{"resource", config_.resource}})
       .set(static_cast<double>(items_.size()));
   if (handler_.onEvent) handler_.onEvent(type, object);
 }

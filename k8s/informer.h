@@ -39,7 +39,7 @@ struct InformerConfig {
 };
 
 class Informer {
-public:
+ public:
   enum class EventType { Added, Modified, Deleted };
   struct Handler {
     // Every change to the store, in order; relists produce the differences as events.
@@ -50,8 +50,8 @@ public:
     std::function<void(const std::string& error)> onError;
   };
 
-  Informer(boost::asio::io_context& io, ApiClient& api, InformerConfig config, core::MetricsRegistry& metrics,
-           Handler handler);
+  Informer(boost::asio::io_context& io, ApiClient& api, InformerConfig config,
+           core::MetricsRegistry& metrics, Handler handler);
   ~Informer();
   Informer(const Informer&) = delete;
   Informer& operator=(const Informer&) = delete;
@@ -68,15 +68,17 @@ public:
   const std::string& lastError() const { return lastError_; }
   const InformerConfig& config() const { return config_; }
 
-private:
+ private:
   void list(const std::string& continueToken);
   void onListPage(core::Result<core::HttpResponse> result);
   void watch();
   void onWatchLine(std::string_view line, unsigned generation);
   void onWatchDone(core::Result<core::HttpResponse> result, unsigned generation);
   void relist(const std::string& reason);
-  void retry(void (Informer::*what)(), const std::string& reason, std::chrono::milliseconds atLeast = {});
-  void failed(const core::HttpResponse& response, const RequestIntent& intent, void (Informer::*what)());
+  void retry(void (Informer::*what)(), const std::string& reason,
+             std::chrono::milliseconds atLeast = {});
+  void failed(const core::HttpResponse& response, const RequestIntent& intent,
+              void (Informer::*what)());
   void replace(std::map<std::string, nlohmann::json> fresh);
   void apply(EventType type, const nlohmann::json& object);
   void startList() { list(""); }

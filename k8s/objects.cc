@@ -10,7 +10,7 @@ namespace {
 
 // Field access that reports the JSON path of what is wrong.
 class Reader {
-public:
+ public:
   explicit Reader(std::string where) : where_(std::move(where)) {}
   const std::optional<core::Error>& error() const { return error_; }
 
@@ -45,7 +45,8 @@ public:
     return it->get<bool>();
   }
   // A map of strings; quantities may also come as JSON numbers from YAML dumps.
-  StringMap stringMap(const json& parent, const std::string& key, const std::string& path, bool allowNumbers) {
+  StringMap stringMap(const json& parent, const std::string& key, const std::string& path,
+                      bool allowNumbers) {
     StringMap out;
     const json* o = object(parent, key, path);
     if (o == nullptr) return out;
@@ -65,7 +66,7 @@ public:
     return nullptr;
   }
 
-private:
+ private:
   std::string where_;
   std::optional<core::Error> error_;
 };
@@ -117,7 +118,8 @@ core::Result<NodeInfo> parseNode(const json& o, const std::string& where) {
           r.fail(path, "expected an object");
           break;
         }
-        n.taints.push_back({r.string(t, "key", path + ".key"), r.string(t, "value", path + ".value"),
+        n.taints.push_back({r.string(t, "key", path + ".key"),
+                            r.string(t, "value", path + ".value"),
                             r.string(t, "effect", path + ".effect")});
       }
     }
@@ -150,7 +152,8 @@ core::Result<PodInfo> parsePod(const json& o, const std::string& where) {
     p.containers = containers(r, *spec, "containers");
     p.overhead = r.stringMap(*spec, "overhead", "spec.overhead", true);
   }
-  if (const json* status = r.object(o, "status", "status")) p.phase = r.string(*status, "phase", "status.phase");
+  if (const json* status = r.object(o, "status", "status"))
+    p.phase = r.string(*status, "phase", "status.phase");
   if (r.error()) return *r.error();
   if (p.name.empty()) return core::makeError(where + ": metadata.name: missing");
   return p;

@@ -90,7 +90,9 @@ std::int64_t Quantity::scaled(std::int64_t scale, bool roundUp) const {
   }
   for (; p10 > 0; --p10) {
     n *= 10;
-    if (n > kMax || n < -kMax) return n > 0 ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
+    if (n > kMax || n < -kMax)
+      return n > 0 ? std::numeric_limits<std::int64_t>::max()
+                   : std::numeric_limits<std::int64_t>::min();
   }
   Int128 d = 1;
   for (; p10 < 0; ++p10) {
@@ -108,7 +110,11 @@ std::int64_t Quantity::scaled(std::int64_t scale, bool roundUp) const {
   return static_cast<std::int64_t>(quotient);
 }
 
-std::int64_t Quantity::ceilScaled(std::int64_t scale) const { return scaled(scale, true); }
-std::int64_t Quantity::floorScaled(std::int64_t scale) const { return scaled(scale, false); }
+std::int64_t Quantity::ceilScaled(std::int64_t scale) const {
+  return scaled(scale, true);
+}
+std::int64_t Quantity::floorScaled(std::int64_t scale) const {
+  return scaled(scale, false);
+}
 
 }  // namespace okna::k8s

@@ -14,7 +14,7 @@ namespace okna::k8s {
 __extension__ typedef __int128 Int128;
 
 class Quantity {
-public:
+ public:
   /** Parses the Kubernetes quantity grammar; the error names the value and why it is invalid. */
   static core::Result<Quantity> parse(std::string_view text);
 
@@ -24,7 +24,7 @@ public:
   std::int64_t floorScaled(std::int64_t scale = 1) const;
   bool negative() const { return mantissa_ < 0; }
 
-private:
+ private:
   // value = mantissa * 10^pow10 * 2^pow2
   Int128 mantissa_ = 0;
   int pow10_ = 0;

@@ -15,12 +15,13 @@
 namespace okna::testing {
 
 class AgentProcess {
-public:
-  AgentProcess(const std::string& dir, const std::string& configYaml, std::vector<std::string> args) {
+ public:
+  AgentProcess(const std::string& dir, const std::string& configYaml,
+               std::vector<std::string> args) {
     const std::string config = dir + "/agent.yaml";
     std::ofstream(config) << configYaml;
-    std::vector<std::string> argv{std::string(OKNA_BINARY_DIR) + "/agent/openkeel-node-agent", "--config", config,
-                                  "--health-listen", "127.0.0.1:0"};
+    std::vector<std::string> argv{std::string(OKNA_BINARY_DIR) + "/agent/openkeel-node-agent",
+                                  "--config", config, "--health-listen", "127.0.0.1:0"};
     for (auto& a : args) argv.push_back(std::move(a));
     process_ = std::make_unique<Process>(argv, dir + "/agent.log");
     const std::regex portRe(R"(serving /healthz .* on 127\.0\.0\.1:(\d+))");
@@ -52,7 +53,7 @@ public:
   std::string log() const { return process_->log(); }
   Process& process() { return *process_; }
 
-private:
+ private:
   std::unique_ptr<Process> process_;
   int port_ = 0;
 };

@@ -12,27 +12,38 @@
 namespace okna::testing {
 
 class FakeApiServer {
-public:
+ public:
   static constexpr const char* kAdminToken = "admin-token";
   static constexpr const char* kAgentToken = "agent-token";
 
-  explicit FakeApiServer(const std::vector<std::string>& objectFiles, const std::vector<std::string>& extraArgs = {}) {
+  explicit FakeApiServer(const std::vector<std::string>& objectFiles,
+                         const std::vector<std::string>& extraArgs = {}) {
     namespace fs = std::filesystem;
-    dir_ = fs::temp_directory_path() / ("okna-apiserver-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
+    dir_ = fs::temp_directory_path() /
+           ("okna-apiserver-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    std::vector<std::string> argv{"/usr/bin/python3", std::string(OKNA_SOURCE_DIR) + "/tests/fake_apiserver/fake_apiserver.py",
-                                  "--listen", "127.0.0.1:0", "--tls-dir", (dir_ / "tls").string(),
-                                  "--token", std::string("admin=") + kAdminToken,
-                                  "--token", std::string("node-agent=") + kAgentToken + ":node-agents",
-                                  "--ready-file", (dir_ / "url").string()};
+    std::vector<std::string> argv{
+        "/usr/bin/python3",
+        std::string(OKNA_SOURCE_DIR) + "/tests/fake_apiserver/fake_apiserver.py",
+        "--listen",
+        "127.0.0.1:0",
+        "--tls-dir",
+        (dir_ / "tls").string(),
+        "--token",
+        std::string("admin=") + kAdminToken,
+        "--token",
+        std::string("node-agent=") + kAgentToken + ":node-agents",
+        "--ready-file",
+        (dir_ / "url").string()};
     for (const auto& f : objectFiles) {
       argv.push_back("--objects");
       argv.push_back(f);
     }
     for (const auto& a : extraArgs) argv.push_back(a);
     process_ = std::make_unique<Process>(argv, (dir_ / "apiserver.log").string());
-    if (!waitFor([&] { return fs::exists(dir_ / "url") || !process_->running(); }, std::chrono::seconds(30)) ||
+    if (!waitFor([&] { return fs::exists(dir_ / "url") || !process_->running(); },
+                 std::chrono::seconds(30)) ||
         !fs::exists(dir_ / "url"))
       throw std::runtime_error("fake apiserver did not start: " + process_->log());
     url_ = readWholeFile((dir_ / "url").string());
@@ -48,7 +59,8 @@ public:
   std::string dir() const { return dir_.string(); }
 
   /** An API call as the admin (kubectl's rights). */
-  BlockingResponse admin(const std::string& method, const std::string& path, const std::string& body = "",
+  BlockingResponse admin(const std::string& method, const std::string& path,
+                         const std::string& body = "",
                          const std::string& contentType = "application/merge-patch+json") const {
     return httpCall(method, url_ + path, body, contentType, kAdminToken, caFile());
   }
@@ -57,7 +69,7 @@ public:
     return httpCall(method, url_ + "/_fake/" + pathAndQuery, "", "", "", caFile());
   }
 
-private:
+ private:
   static int& counter() {
     static int c = 0;
     return c;

@@ -13,7 +13,7 @@
 namespace okna::testing {
 
 class FakeHttpClient final : public core::HttpClient {
-public:
+ public:
   struct Pending final : core::HttpRequestHandle {
     // core::HttpRequestHandle
     void cancel() override { cancelled = true; }
@@ -57,7 +57,8 @@ public:
   };
 
   // core::HttpClient
-  core::HttpRequestHandlePtr send(core::HttpRequest request, core::HttpCallbacks callbacks) override {
+  core::HttpRequestHandlePtr send(core::HttpRequest request,
+                                  core::HttpCallbacks callbacks) override {
     auto p = std::make_shared<Pending>();
     p->request = std::move(request);
     p->callbacks = std::move(callbacks);
@@ -77,7 +78,7 @@ public:
   }
   const std::vector<std::shared_ptr<Pending>>& all() const { return all_; }
 
-private:
+ private:
   std::deque<std::shared_ptr<Pending>> queue_;
   std::vector<std::shared_ptr<Pending>> all_;
 };

@@ -7,8 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <fcntl.h>
+#include <chrono>
 #include <fstream>
 #include <functional>
 #include <optional>
@@ -34,12 +34,14 @@ inline bool waitFor(const std::function<bool()>& condition, std::chrono::millise
 }
 
 class Process {
-public:
-  Process(std::vector<std::string> argv, std::string logPath, std::vector<std::string> extraEnv = {})
+ public:
+  Process(std::vector<std::string> argv, std::string logPath,
+          std::vector<std::string> extraEnv = {})
       : logPath_(std::move(logPath)) {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, logPath_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 1, logPath_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
     posix_spawn_file_actions_adddup2(&actions, 1, 2);
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     std::vector<char*> args;
@@ -97,7 +99,7 @@ public:
   }
   pid_t pid() const { return pid_; }
 
-private:
+ private:
   std::string logPath_;
   pid_t pid_ = -1;
   bool exited_ = false;

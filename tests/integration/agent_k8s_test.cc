@@ -31,16 +31,19 @@ logging: {level: debug}
 )";
 
 class AgentK8sTest : public ::testing::Test {
-protected:
+ protected:
   void SetUp() override {
-    if (!std::filesystem::exists("/usr/bin/python3")) GTEST_SKIP() << "/usr/bin/python3 is not installed";
-    server_ = std::make_unique<FakeApiServer>(std::vector<std::string>{kData + "/lab-1.node.yaml", kData + "/lab-1.pods.json"});
+    if (!std::filesystem::exists("/usr/bin/python3"))
+      GTEST_SKIP() << "/usr/bin/python3 is not installed";
+    server_ = std::make_unique<FakeApiServer>(
+        std::vector<std::string>{kData + "/lab-1.node.yaml", kData + "/lab-1.pods.json"});
   }
 
   std::unique_ptr<AgentProcess> startAgent() {
-    return std::make_unique<AgentProcess>(server_->dir(), kConfig,
-                                          std::vector<std::string>{"--node-name", "lab-1", "--kubeconfig",
-                                                                   server_->kubeconfig(), "--context", "node-agent"});
+    return std::make_unique<AgentProcess>(
+        server_->dir(), kConfig,
+        std::vector<std::string>{"--node-name", "lab-1", "--kubeconfig", server_->kubeconfig(),
+                                 "--context", "node-agent"});
   }
 
   static bool hasRole(const AgentProcess& a, const std::string& role) {
@@ -64,9 +67,14 @@ protected:
 
 TEST_F(AgentK8sTest, ReadyOnlyAfterBothInformersSynced) {
   // Pods cannot be listed for now: the node informer syncs, the pod informer cannot.
-  ASSERT_EQ(server_->control("POST", "fail-next?count=1000&status=503&path=/api/v1/pods").status, 200);
+  ASSERT_EQ(server_->control("POST", "fail-next?count=1000&status=503&path=/api/v1/pods").status,
+            200);
   auto agent = startAgent();
-  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz?verbose").body.find("[+]node-informer ok") != std::string::npos; }, 20s))
+  ASSERT_TRUE(waitFor(
+      [&] {
+        return agent->get("/readyz?verbose").body.find("[+]node-informer ok") != std::string::npos;
+      },
+      20s))
       << agent->log();
   auto notReady = agent->get("/readyz?verbose");
   EXPECT_EQ(notReady.status, 503);
@@ -84,20 +92,27 @@ TEST_F(AgentK8sTest, RoleChangeOnLabelEditReachesTheAgent) {
   EXPECT_TRUE(hasRole(*agent, "compute"));
   EXPECT_FALSE(hasRole(*agent, "containers"));
 
-  auto r = server_->admin("PATCH", "/api/v1/nodes/lab-1",
-                          R"({"metadata":{"labels":{"node-role.openkeel.io/containers":"","node-role.openkeel.io/compute":null}}})");
+  auto r = server_->admin(
+      "PATCH", "/api/v1/nodes/lab-1",
+      R"({"metadata":{"labels":{"node-role.openkeel.io/containers":"","node-role.openkeel.io/compute":null}}})");
   ASSERT_EQ(r.status, 200) << r.body;
-  ASSERT_TRUE(waitFor([&] { return hasRole(*agent, "containers") && !hasRole(*agent, "compute"); }, 10s)) << agent->log();
-  EXPECT_NE(agent->log().find("roles: compute,controlPlane,network,storage -> containers,controlPlane,network,storage"),
-            std::string::npos)
+  ASSERT_TRUE(
+      waitFor([&] { return hasRole(*agent, "containers") && !hasRole(*agent, "compute"); }, 10s))
+      << agent->log();
+  EXPECT_NE(
+      agent->log().find(
+          "roles: compute,controlPlane,network,storage -> containers,controlPlane,network,storage"),
+      std::string::npos)
       << agent->log();
 
   // A role label with a value grants nothing, and the agent says why.
-  server_->admin("PATCH", "/api/v1/nodes/lab-1", R"({"metadata":{"labels":{"node-role.openkeel.io/containers":"yes"}}})");
+  server_->admin("PATCH", "/api/v1/nodes/lab-1",
+                 R"({"metadata":{"labels":{"node-role.openkeel.io/containers":"yes"}}})");
   ASSERT_TRUE(waitFor([&] { return !hasRole(*agent, "containers"); }, 10s));
   const json plan = agent->plan();
   ASSERT_EQ(plan["warnings"].size(), 1u);
-  EXPECT_NE(plan["warnings"][0].get<std::string>().find("must have the empty value"), std::string::npos);
+  EXPECT_NE(plan["warnings"][0].get<std::string>().find("must have the empty value"),
+            std::string::npos);
 }
 
 TEST_F(AgentK8sTest, ForcedGoneLeadsToRelistWithoutLosingEvents) {
@@ -109,7 +124,11 @@ TEST_F(AgentK8sTest, ForcedGoneLeadsToRelistWithoutLosingEvents) {
   // so only the relist can bring the change.
   server_->control("POST", "fail-next?count=2&status=503&path=/api/v1/nodes&method=GET");
   ASSERT_EQ(server_->control("POST", "expire-watches").status, 200);
-  ASSERT_EQ(server_->admin("PATCH", "/api/v1/nodes/lab-1", R"({"metadata":{"labels":{"node-role.openkeel.io/provisioning":""}}})").status, 200);
+  ASSERT_EQ(server_
+                ->admin("PATCH", "/api/v1/nodes/lab-1",
+                        R"({"metadata":{"labels":{"node-role.openkeel.io/provisioning":""}}})")
+                .status,
+            200);
   ASSERT_TRUE(waitFor([&] { return hasRole(*agent, "provisioning"); }, 20s)) << agent->log();
 
   // The requests: LISTs (not watches from an old resourceVersion) came after the expiry.
@@ -117,8 +136,10 @@ TEST_F(AgentK8sTest, ForcedGoneLeadsToRelistWithoutLosingEvents) {
   for (const auto& req : requests())
     if (req["path"] == "/api/v1/nodes" && !req["query"].contains("watch")) ++nodeLists;
   EXPECT_GE(nodeLists, 3) << requests().dump();  // two failed, one successful
-  EXPECT_GE(agent->metric(R"(okna_k8s_informer_relists_total{reason="expired",resource="nodes"})"), 1);
-  EXPECT_GE(agent->metric(R"(okna_k8s_informer_relists_total{reason="expired",resource="pods"})"), 1);
+  EXPECT_GE(agent->metric(R"(okna_k8s_informer_relists_total{reason="expired",resource="nodes"})"),
+            1);
+  EXPECT_GE(agent->metric(R"(okna_k8s_informer_relists_total{reason="expired",resource="pods"})"),
+            1);
   // And the agent watches again.
   EXPECT_TRUE(waitFor([&] { return openWatches() == 2; }, 20s));
 }
@@ -127,22 +148,24 @@ TEST_F(AgentK8sTest, DroppedWatchReconnectsWithBackoff) {
   auto agent = startAgent();
   ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
   ASSERT_TRUE(waitFor([&] { return openWatches() == 2; }, 10s));
-  const std::string rvBefore = json::parse(server_->control("GET", "watches").body)[0]["query"].value("resourceVersion", "");
+  const std::string rvBefore =
+      json::parse(server_->control("GET", "watches").body)[0]["query"].value("resourceVersion", "");
 
   // The API server goes away: open watches cut, new connections refused for a while.
   ASSERT_EQ(server_->control("POST", "refuse?seconds=3&drop=1").status, 200);
-  ASSERT_TRUE(waitFor([&] { return openWatches() == 2; }, 30s))
-      << agent->log();
+  ASSERT_TRUE(waitFor([&] { return openWatches() == 2; }, 30s)) << agent->log();
 
   // The retries waited longer each time (capped exponential backoff with jitter).
   const std::string log = agent->log();
   const std::regex retryRe(R"(nodes informer: watch: .*; retrying in (\d+) ms)");
   std::vector<long> delays;
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), retryRe); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), retryRe);
+       it != std::sregex_iterator(); ++it)
     delays.push_back(std::stol((*it)[1]));
   ASSERT_GE(delays.size(), 2u) << log;
   for (size_t i = 1; i < delays.size(); ++i) {
-    EXPECT_GE(delays[i], std::min(delays[i - 1], 400L)) << "delays must not shrink below the cap's jitter range";
+    EXPECT_GE(delays[i], std::min(delays[i - 1], 400L))
+        << "delays must not shrink below the cap's jitter range";
     EXPECT_LE(delays[i], 800) << "capped at backoff.maxMs";
   }
   // The new watch resumed from a resourceVersion (no relist needed: the window was not lost).
@@ -163,15 +186,21 @@ TEST_F(AgentK8sTest, SigtermStopsCleanly) {
 TEST_F(AgentK8sTest, MissingRbacIsReportedByName) {
   // A token whose ClusterRole lacks pods: the agent stays unready and says which permission.
   server_.reset();
-  const std::string rbac = (std::filesystem::temp_directory_path() / ("okna-rbac-" + std::to_string(::getpid()) + ".json")).string();
-  std::ofstream(rbac) << R"({"node-agents": [{"resources": ["nodes"], "verbs": ["get", "list", "watch"]}]})";
+  const std::string rbac = (std::filesystem::temp_directory_path() /
+                            ("okna-rbac-" + std::to_string(::getpid()) + ".json"))
+                               .string();
+  std::ofstream(rbac)
+      << R"({"node-agents": [{"resources": ["nodes"], "verbs": ["get", "list", "watch"]}]})";
   server_ = std::make_unique<FakeApiServer>(std::vector<std::string>{kData + "/lab-1.node.yaml"},
                                             std::vector<std::string>{"--rbac", rbac});
   auto agent = startAgent();
-  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz?verbose").body.find("RBAC") != std::string::npos; }, 20s))
+  ASSERT_TRUE(waitFor(
+      [&] { return agent->get("/readyz?verbose").body.find("RBAC") != std::string::npos; }, 20s))
       << agent->log();
   const std::string body = agent->get("/readyz?verbose").body;
-  EXPECT_NE(body.find("needs verb \"list\" on resource \"pods\" at the cluster scope"), std::string::npos) << body;
+  EXPECT_NE(body.find("needs verb \"list\" on resource \"pods\" at the cluster scope"),
+            std::string::npos)
+      << body;
   EXPECT_EQ(agent->get("/readyz").status, 503);
 }
 

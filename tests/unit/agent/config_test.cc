@@ -23,7 +23,8 @@ kubernetes:
   backoff: {initialMs: 100, maxMs: 2000}
 health: {listen: "127.0.0.1:9999"}
 logging: {format: json, level: debug, components: {k8s: trace}}
-)", "agent.yaml");
+)",
+                       "agent.yaml");
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->nodeName, "lab-1");
   EXPECT_EQ(c->kubernetes.context, "dev");
@@ -35,7 +36,8 @@ logging: {format: json, level: debug, components: {k8s: trace}}
 TEST(ConfigTest, ErrorsNameFileLineAndKey) {
   auto c = parseConfig("kubernetes:\n  kubeconfig: x\n  watchTimeout: 5\n", "/etc/agent.yaml");
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.error().message.rfind("/etc/agent.yaml:3:3: kubernetes.watchTimeout: unknown key", 0), 0u)
+  EXPECT_EQ(c.error().message.rfind("/etc/agent.yaml:3:3: kubernetes.watchTimeout: unknown key", 0),
+            0u)
       << c.error().message;
 }
 
@@ -57,7 +59,8 @@ TEST(ConfigTest, RejectsBadValues) {
   for (const auto& [yaml, message] : cases) {
     auto c = parseConfig(yaml, "a.yaml");
     ASSERT_FALSE(c.ok()) << yaml;
-    EXPECT_NE(c.error().message.find(message), std::string::npos) << yaml << " -> " << c.error().message;
+    EXPECT_NE(c.error().message.find(message), std::string::npos)
+        << yaml << " -> " << c.error().message;
   }
 }
 

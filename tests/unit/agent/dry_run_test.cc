@@ -67,9 +67,11 @@ TEST(DryRunTest, MalformedInputNamesFileAndProblem) {
   EXPECT_NE(r1.code, 0);
   EXPECT_NE(r1.err.find(badJson + ": invalid JSON"), std::string::npos) << r1.err;
 
-  const auto wrongType = writeTemp("labels.yaml", "kind: Node\nmetadata:\n  name: x\n  labels: [a, b]\n");
+  const auto wrongType =
+      writeTemp("labels.yaml", "kind: Node\nmetadata:\n  name: x\n  labels: [a, b]\n");
   auto r2 = run({}, {wrongType, "", "json"});
-  EXPECT_NE(r2.err.find(wrongType + ": metadata.labels: expected an object"), std::string::npos) << r2.err;
+  EXPECT_NE(r2.err.find(wrongType + ": metadata.labels: expected an object"), std::string::npos)
+      << r2.err;
 
   const auto pod = writeTemp("pod.json", "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}}");
   auto r3 = run({}, {pod, "", "json"});
@@ -79,9 +81,13 @@ TEST(DryRunTest, MalformedInputNamesFileAndProblem) {
   auto r4 = run({}, {kData + "/lab-1.node.yaml", notList, "json"});
   EXPECT_NE(r4.err.find(notList + ": expected a PodList"), std::string::npos) << r4.err;
 
-  const auto badPod = writeTemp("badpod.json", R"({"items": [{"metadata": {"name": "a"}, "spec": {"containers": [{"resources": {"requests": {"cpu": true}}}]}}]})");
+  const auto badPod = writeTemp(
+      "badpod.json",
+      R"({"items": [{"metadata": {"name": "a"}, "spec": {"containers": [{"resources": {"requests": {"cpu": true}}}]}}]})");
   auto r5 = run({}, {kData + "/lab-1.node.yaml", badPod, "json"});
-  EXPECT_NE(r5.err.find("items[0]: spec.containers[0].resources.requests.cpu: expected a string"), std::string::npos) << r5.err;
+  EXPECT_NE(r5.err.find("items[0]: spec.containers[0].resources.requests.cpu: expected a string"),
+            std::string::npos)
+      << r5.err;
 }
 
 }  // namespace

@@ -27,7 +27,8 @@ bool hasWarning(const RolesPlan& p, const std::string& part) {
 }
 
 TEST(RolesTest, DefaultKeysOfEveryRole) {
-  EXPECT_EQ(defaultRoleLabel(RoleProfile::Default, "controlPlane"), "node-role.openkeel.io/control-plane");
+  EXPECT_EQ(defaultRoleLabel(RoleProfile::Default, "controlPlane"),
+            "node-role.openkeel.io/control-plane");
   EXPECT_EQ(defaultRoleLabel(RoleProfile::Hardened, "controlPlane"),
             "node-restriction.kubernetes.io/openkeel-control-plane");
   for (const auto& role : roleNames()) {
@@ -60,14 +61,16 @@ TEST(RolesTest, HardenedProfileIgnoresKubeletSettableKeysWithWarning) {
                               {"node-restriction.kubernetes.io/openkeel-network", ""}}));
   EXPECT_EQ(p.roles, std::set<std::string>{"network"});
   ASSERT_EQ(p.warnings.size(), 1u);
-  EXPECT_TRUE(hasWarning(p, "node-role.openkeel.io/control-plane grants nothing under the hardened profile"));
+  EXPECT_TRUE(hasWarning(
+      p, "node-role.openkeel.io/control-plane grants nothing under the hardened profile"));
 }
 
 TEST(RolesTest, HardenedSampleNode) {
   RolesConfig c;
   c.profile = RoleProfile::Hardened;
   auto p = planRoles(c, node({{"node-restriction.kubernetes.io/openkeel-network", ""},
-                              {"network.openkeel.io/external-nic", "bond1"}}, "ok-net-2"));
+                              {"network.openkeel.io/external-nic", "bond1"}},
+                             "ok-net-2"));
   EXPECT_EQ(p.roles, std::set<std::string>{"network"});
   EXPECT_TRUE(p.warnings.empty());
 }
@@ -79,7 +82,8 @@ nodeRoles:
   roles:
     compute: {label: example.com/hypervisor}
 )");
-  auto p = planRoles(c, node({{"example.com/hypervisor", ""}, {"node-restriction.kubernetes.io/openkeel-compute", ""}}));
+  auto p = planRoles(c, node({{"example.com/hypervisor", ""},
+                              {"node-restriction.kubernetes.io/openkeel-compute", ""}}));
   // compute comes only from its own label; the hardened key of compute is not consulted.
   EXPECT_EQ(p.roles, std::set<std::string>{"compute"});
   auto q = planRoles(c, node({{"node-restriction.kubernetes.io/openkeel-compute", ""}}));
@@ -111,7 +115,8 @@ class SelectorOperatorTest : public ::testing::TestWithParam<TermCase> {};
 
 TEST_P(SelectorOperatorTest, EvaluatesLikeTheScheduler) {
   const TermCase& tc = GetParam();
-  auto c = configFrom(std::string("nodeRoles:\n  roles:\n    storage:\n      nodeSelectorTerms:\n      - matchExpressions: [") +
+  auto c = configFrom(std::string("nodeRoles:\n  roles:\n    storage:\n      nodeSelectorTerms:\n  "
+                                  "    - matchExpressions: [") +
                       tc.expression + "]\n");
   auto p = planRoles(c, node(tc.labels));
   EXPECT_EQ(p.roles.count("storage") == 1, tc.matches);
@@ -120,19 +125,26 @@ TEST_P(SelectorOperatorTest, EvaluatesLikeTheScheduler) {
 INSTANTIATE_TEST_SUITE_P(
     Operators, SelectorOperatorTest,
     ::testing::Values(
-        TermCase{"InHit", "{key: disk, operator: In, values: [ssd, nvme]}", {{"disk", "nvme"}}, true},
+        TermCase{
+            "InHit", "{key: disk, operator: In, values: [ssd, nvme]}", {{"disk", "nvme"}}, true},
         TermCase{"InMiss", "{key: disk, operator: In, values: [ssd]}", {{"disk", "hdd"}}, false},
         TermCase{"InAbsent", "{key: disk, operator: In, values: [ssd]}", {}, false},
-        TermCase{"NotInHit", "{key: disk, operator: NotIn, values: [hdd]}", {{"disk", "ssd"}}, true},
+        TermCase{
+            "NotInHit", "{key: disk, operator: NotIn, values: [hdd]}", {{"disk", "ssd"}}, true},
         TermCase{"NotInAbsentMatches", "{key: disk, operator: NotIn, values: [hdd]}", {}, true},
-        TermCase{"NotInMiss", "{key: disk, operator: NotIn, values: [hdd]}", {{"disk", "hdd"}}, false},
+        TermCase{
+            "NotInMiss", "{key: disk, operator: NotIn, values: [hdd]}", {{"disk", "hdd"}}, false},
         TermCase{"Exists", "{key: disk, operator: Exists}", {{"disk", ""}}, true},
         TermCase{"ExistsAbsent", "{key: disk, operator: Exists}", {}, false},
         TermCase{"DoesNotExist", "{key: disk, operator: DoesNotExist}", {}, true},
-        TermCase{"DoesNotExistPresent", "{key: disk, operator: DoesNotExist}", {{"disk", "x"}}, false},
+        TermCase{
+            "DoesNotExistPresent", "{key: disk, operator: DoesNotExist}", {{"disk", "x"}}, false},
         TermCase{"Gt", "{key: disks, operator: Gt, values: ['3']}", {{"disks", "4"}}, true},
         TermCase{"GtEqual", "{key: disks, operator: Gt, values: ['3']}", {{"disks", "3"}}, false},
-        TermCase{"GtNotANumber", "{key: disks, operator: Gt, values: ['3']}", {{"disks", "many"}}, false},
+        TermCase{"GtNotANumber",
+                 "{key: disks, operator: Gt, values: ['3']}",
+                 {{"disks", "many"}},
+                 false},
         TermCase{"GtAbsent", "{key: disks, operator: Gt, values: ['3']}", {}, false},
         TermCase{"Lt", "{key: disks, operator: Lt, values: ['3']}", {{"disks", "-1"}}, true},
         TermCase{"LtEqual", "{key: disks, operator: Lt, values: ['3']}", {{"disks", "3"}}, false}),
@@ -188,33 +200,48 @@ TEST_P(BadRolesConfigTest, RejectedNamingTheField) {
 INSTANTIATE_TEST_SUITE_P(
     Bad, BadRolesConfigTest,
     ::testing::Values(
-        BadConfigCase{"UnknownProfile", "nodeRoles: {profile: strict}", "nodeRoles.profile: \"strict\" is not one of: default, hardened"},
-        BadConfigCase{"UnknownRole", "nodeRoles: {roles: {gpu: {label: a}}}", "nodeRoles.roles.gpu: unknown role"},
-        BadConfigCase{"UnknownKey", "nodeRoles: {roles: {compute: {lable: a}}}", "nodeRoles.roles.compute.lable: unknown key"},
-        BadConfigCase{"BadLabel", "nodeRoles: {roles: {compute: {label: 'Not A Key'}}}", "is not a valid label key"},
+        BadConfigCase{"UnknownProfile", "nodeRoles: {profile: strict}",
+                      "nodeRoles.profile: \"strict\" is not one of: default, hardened"},
+        BadConfigCase{"UnknownRole", "nodeRoles: {roles: {gpu: {label: a}}}",
+                      "nodeRoles.roles.gpu: unknown role"},
+        BadConfigCase{"UnknownKey", "nodeRoles: {roles: {compute: {lable: a}}}",
+                      "nodeRoles.roles.compute.lable: unknown key"},
+        BadConfigCase{"BadLabel", "nodeRoles: {roles: {compute: {label: 'Not A Key'}}}",
+                      "is not a valid label key"},
         BadConfigCase{"BothLabelAndTerms",
-                      "nodeRoles: {roles: {compute: {label: a, nodeSelectorTerms: [{matchExpressions: [{key: a, operator: Exists}]}]}}}",
+                      "nodeRoles: {roles: {compute: {label: a, nodeSelectorTerms: "
+                      "[{matchExpressions: [{key: a, operator: Exists}]}]}}}",
                       "either label or nodeSelectorTerms"},
-        BadConfigCase{"BadOperator",
-                      "nodeRoles: {roles: {compute: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: Like}]}]}}}",
-                      "nodeRoles.roles.compute.nodeSelectorTerms[0].matchExpressions[0].operator: \"Like\""},
+        BadConfigCase{
+            "BadOperator",
+            "nodeRoles: {roles: {compute: {nodeSelectorTerms: [{matchExpressions: [{key: a, "
+            "operator: Like}]}]}}}",
+            "nodeRoles.roles.compute.nodeSelectorTerms[0].matchExpressions[0].operator: \"Like\""},
         BadConfigCase{"InWithoutValues",
-                      "nodeRoles: {roles: {compute: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: In}]}]}}}",
+                      "nodeRoles: {roles: {compute: {nodeSelectorTerms: [{matchExpressions: [{key: "
+                      "a, operator: In}]}]}}}",
                       "values: must be non-empty for In"},
         BadConfigCase{"ExistsWithValues",
-                      "nodeRoles: {roles: {compute: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: Exists, values: [x]}]}]}}}",
+                      "nodeRoles: {roles: {compute: {nodeSelectorTerms: [{matchExpressions: [{key: "
+                      "a, operator: Exists, values: [x]}]}]}}}",
                       "values: must be empty for Exists"},
         BadConfigCase{"GtNotInteger",
-                      "nodeRoles: {roles: {compute: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: Gt, values: [x]}]}]}}}",
+                      "nodeRoles: {roles: {compute: {nodeSelectorTerms: [{matchExpressions: [{key: "
+                      "a, operator: Gt, values: [x]}]}]}}}",
                       "values[0]: \"x\" is not an integer"},
         BadConfigCase{"GtTwoValues",
-                      "nodeRoles: {roles: {compute: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: Lt, values: ['1','2']}]}]}}}",
+                      "nodeRoles: {roles: {compute: {nodeSelectorTerms: [{matchExpressions: [{key: "
+                      "a, operator: Lt, values: ['1','2']}]}]}}}",
                       "exactly one value for Lt"},
         BadConfigCase{"FieldNotName",
-                      "nodeRoles: {roles: {compute: {nodeSelectorTerms: [{matchFields: [{key: metadata.uid, operator: In, values: [x]}]}]}}}",
+                      "nodeRoles: {roles: {compute: {nodeSelectorTerms: [{matchFields: [{key: "
+                      "metadata.uid, operator: In, values: [x]}]}]}}}",
                       "only metadata.name is supported"},
-        BadConfigCase{"NoTerms", "nodeRoles: {roles: {compute: {nodeSelectorTerms: []}}}", "at least one term"},
-        BadConfigCase{"BadTaintEffect", "nodeRoles: {roles: {compute: {taint: {key: a, effect: Sometimes}}}}", "taint.effect"}),
+        BadConfigCase{"NoTerms", "nodeRoles: {roles: {compute: {nodeSelectorTerms: []}}}",
+                      "at least one term"},
+        BadConfigCase{"BadTaintEffect",
+                      "nodeRoles: {roles: {compute: {taint: {key: a, effect: Sometimes}}}}",
+                      "taint.effect"}),
     [](const auto& p) { return std::string(p.param.name); });
 
 TEST(RolesConfigTest, ChartShapedConfigParses) {

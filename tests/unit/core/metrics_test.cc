@@ -16,7 +16,9 @@ TEST(MetricsTest, RendersPrometheusText) {
   h.observe(0.5);
   h.observe(5);
   const std::string text = r.render();
-  EXPECT_NE(text.find("# TYPE okna_x_total counter\nokna_x_total{kind=\"a\\\"b\"} 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE okna_x_total counter\nokna_x_total{kind=\"a\\\"b\"} 2\n"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("okna_y 1.5\n"), std::string::npos);
   EXPECT_NE(text.find("okna_d_seconds_bucket{le=\"0.1\"} 1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("okna_d_seconds_bucket{le=\"1\"} 2\n"), std::string::npos);

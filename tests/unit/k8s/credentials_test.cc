@@ -12,10 +12,11 @@ namespace {
 namespace fs = std::filesystem;
 
 class CredentialsTest : public ::testing::Test {
-protected:
+ protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("okna-cred-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("okna-cred-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -75,14 +76,16 @@ contexts: [{name: a, context: {cluster: c, user: u}}]
 )");
   auto e = kubeconfigConfig(exec);
   ASSERT_FALSE(e.ok());
-  EXPECT_NE(e.error().message.find("exec and auth-provider plugins are not supported"), std::string::npos);
+  EXPECT_NE(e.error().message.find("exec and auth-provider plugins are not supported"),
+            std::string::npos);
 }
 
 TEST_F(CredentialsTest, TokenFileIsReReadWhenItRotates) {
   const auto path = write("token", "one");
   auto t = TokenSource::file(path);
   EXPECT_EQ(t.current(), "one");
-  write("token", "second-token");  // a different size is enough to notice, even within one mtime tick
+  write("token",
+        "second-token");  // a different size is enough to notice, even within one mtime tick
   EXPECT_EQ(t.current(), "second-token");
   fs::remove(path);
   EXPECT_EQ(t.current(), "second-token");  // a missing file keeps the last good token

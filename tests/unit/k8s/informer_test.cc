@@ -24,7 +24,7 @@ struct Seen {
 };
 
 class InformerTest : public ::testing::Test {
-protected:
+ protected:
   InformerTest() : api_(http_, cluster()) {}
 
   static ClusterConfig cluster() {
@@ -65,12 +65,17 @@ protected:
     const auto p = url.find(name + "=");
     if (p == std::string::npos) return "<absent>";
     const auto end = url.find('&', p);
-    return url.substr(p + name.size() + 1, end == std::string::npos ? std::string::npos : end - p - name.size() - 1);
+    return url.substr(p + name.size() + 1,
+                      end == std::string::npos ? std::string::npos : end - p - name.size() - 1);
   }
 
-  static std::string list(const std::string& rv, const std::vector<std::pair<std::string, std::string>>& items,
+  static std::string list(const std::string& rv,
+                          const std::vector<std::pair<std::string, std::string>>& items,
                           const std::string& cont = "") {
-    json l = {{"kind", "NodeList"}, {"apiVersion", "v1"}, {"metadata", {{"resourceVersion", rv}}}, {"items", json::array()}};
+    json l = {{"kind", "NodeList"},
+              {"apiVersion", "v1"},
+              {"metadata", {{"resourceVersion", rv}}},
+              {"items", json::array()}};
     if (!cont.empty()) l["metadata"]["continue"] = cont;
     for (const auto& [name, itemRv] : items)
       l["items"].push_back({{"metadata", {{"name", name}, {"resourceVersion", itemRv}}}});
@@ -91,9 +96,11 @@ TEST_F(InformerTest, ListThenWatchRecordedStreamInArbitraryPieces) {
   informer->start();
   auto listReq = nextRequest();
   ASSERT_TRUE(listReq);
-  EXPECT_EQ(listReq->request.url, "https://127.0.0.1:6443/api/v1/nodes?limit=500&fieldSelector=metadata.name%3Dn1");
+  EXPECT_EQ(listReq->request.url,
+            "https://127.0.0.1:6443/api/v1/nodes?limit=500&fieldSelector=metadata.name%3Dn1");
   EXPECT_EQ(listReq->request.headers.at("Authorization"), "Bearer t");
-  const std::string listBody = okna::testing::transcriptBody(kTranscripts + "02a-node-list-before-watch.txt");
+  const std::string listBody =
+      okna::testing::transcriptBody(kTranscripts + "02a-node-list-before-watch.txt");
   const std::string listRv = json::parse(listBody)["metadata"]["resourceVersion"];
   listReq->reply(200, listBody);
   EXPECT_TRUE(informer->hasSynced());
@@ -113,7 +120,8 @@ TEST_F(InformerTest, ListThenWatchRecordedStreamInArbitraryPieces) {
   EXPECT_LE(timeout, 20);
 
   // The exact bytes the real server sent, de-chunked, then re-cut at random points.
-  const auto chunks = okna::testing::dechunk(okna::testing::transcriptBody(kTranscripts + "02b-node-watch.txt"));
+  const auto chunks =
+      okna::testing::dechunk(okna::testing::transcriptBody(kTranscripts + "02b-node-watch.txt"));
   std::string stream;
   for (const auto& c : chunks) stream += c;
   ASSERT_EQ(stream, okna::testing::readWholeFile(kTranscripts + "02b-node-watch.events.jsonl"));
@@ -148,7 +156,8 @@ TEST_F(InformerTest, ExpiredWatchRelistsWithoutLosingEvents) {
   nextRequest()->reply(200, list("10", {{"a", "5"}, {"b", "6"}}));
   auto watch = nextRequest();
   // The real server's 410 after a restart: HTTP 200, one ERROR event, end of stream.
-  watch->stream(200, {okna::testing::readWholeFile(kTranscripts + "04c-node-watch-too-old-rv-after-restart.events.jsonl")});
+  watch->stream(200, {okna::testing::readWholeFile(
+                         kTranscripts + "04c-node-watch-too-old-rv-after-restart.events.jsonl")});
   watch->finish();
   auto relist = nextRequest();
   ASSERT_TRUE(relist);
@@ -165,7 +174,8 @@ TEST_F(InformerTest, ExpiredWatchRelistsWithoutLosingEvents) {
   EXPECT_EQ(seen_[2].type, "ADDED");
   EXPECT_EQ(seen_[2].key, "c");
   EXPECT_EQ(synced_, 2);
-  EXPECT_NE(metrics_.render().find("okna_k8s_informer_relists_total{reason=\"expired\",resource=\"nodes\"} 1"),
+  EXPECT_NE(metrics_.render().find(
+                "okna_k8s_informer_relists_total{reason=\"expired\",resource=\"nodes\"} 1"),
             std::string::npos)
       << metrics_.render();
   EXPECT_EQ(param(nextRequest()->request.url, "resourceVersion"), "20");
@@ -203,7 +213,8 @@ TEST_F(InformerTest, ServerErrorsBackOffAndHonourRetryAfterFloor) {
     l->reply(503, R"({"kind":"Status","message":"unavailable","code":503})");
     EXPECT_EQ(http_.next(), nullptr) << "a failed LIST must not be retried at once";
   }
-  EXPECT_NE(informer->lastError().find("HTTP 503 on list nodes: unavailable"), std::string::npos) << informer->lastError();
+  EXPECT_NE(informer->lastError().find("HTTP 503 on list nodes: unavailable"), std::string::npos)
+      << informer->lastError();
   nextRequest()->reply(200, list("1", {}));
   EXPECT_TRUE(informer->lastError().empty());
 }
@@ -214,10 +225,12 @@ TEST_F(InformerTest, ForbiddenNamesTheMissingRbacPermission) {
   auto req = nextRequest();
   req->reply(403, okna::testing::transcriptBody(kTranscripts + "05m-agent-pod-list-forbidden.txt"));
   ASSERT_EQ(errors_.size(), 1u);
-  EXPECT_NE(errors_[0].find("RBAC: the agent's identity needs verb \"list\" on resource \"pods\" at the cluster scope"),
+  EXPECT_NE(errors_[0].find("RBAC: the agent's identity needs verb \"list\" on resource \"pods\" "
+                            "at the cluster scope"),
             std::string::npos)
       << errors_[0];
-  EXPECT_NE(errors_[0].find("User \"node-agent\" cannot list resource \"pods\""), std::string::npos) << errors_[0];
+  EXPECT_NE(errors_[0].find("User \"node-agent\" cannot list resource \"pods\""), std::string::npos)
+      << errors_[0];
   EXPECT_FALSE(informer->hasSynced());
 }
 
@@ -226,7 +239,8 @@ TEST_F(InformerTest, UnauthorizedSaysSoAndRetries) {
   informer->start();
   nextRequest()->reply(401, okna::testing::transcriptBody(kTranscripts + "07a-bad-token-401.txt"));
   ASSERT_EQ(errors_.size(), 1u);
-  EXPECT_NE(errors_[0].find("HTTP 401 Unauthorized on list nodes"), std::string::npos) << errors_[0];
+  EXPECT_NE(errors_[0].find("HTTP 401 Unauthorized on list nodes"), std::string::npos)
+      << errors_[0];
   EXPECT_TRUE(nextRequest());
 }
 
@@ -246,11 +260,13 @@ TEST_F(InformerTest, PagedListIsAssembledBeforeAnyEvent) {
 TEST_F(InformerTest, RecordedPodWatchTracksDeletesAndAdds) {
   auto informer = make("pods", "/api/v1/pods", "spec.nodeName=n1");
   informer->start();
-  nextRequest()->reply(200, okna::testing::transcriptBody(kTranscripts + "03h-pod-list-by-node.txt"));
+  nextRequest()->reply(200,
+                       okna::testing::transcriptBody(kTranscripts + "03h-pod-list-by-node.txt"));
   const size_t listed = informer->items().size();
   ASSERT_GE(listed, 1u);
   auto watch = nextRequest();
-  for (const auto& chunk : okna::testing::dechunk(okna::testing::transcriptBody(kTranscripts + "03i-pod-watch-by-node.txt")))
+  for (const auto& chunk : okna::testing::dechunk(
+           okna::testing::transcriptBody(kTranscripts + "03i-pod-watch-by-node.txt")))
     watch->stream(200, {chunk});
   // 03i: p-plain deleted (MODIFIED then DELETED), p-init marked terminating, p-late added; the
   // pod on n2 never shows up.

@@ -5,8 +5,12 @@
 namespace okna::k8s {
 namespace {
 
-std::int64_t milli(const char* s) { return Quantity::parse(s)->ceilScaled(1000); }
-std::int64_t units(const char* s) { return Quantity::parse(s)->ceilScaled(1); }
+std::int64_t milli(const char* s) {
+  return Quantity::parse(s)->ceilScaled(1000);
+}
+std::int64_t units(const char* s) {
+  return Quantity::parse(s)->ceilScaled(1);
+}
 
 TEST(QuantityTest, CpuForms) {
   EXPECT_EQ(milli("15"), 15000);
@@ -14,7 +18,7 @@ TEST(QuantityTest, CpuForms) {
   EXPECT_EQ(milli("0.5"), 500);
   EXPECT_EQ(milli("0.1"), 100);  // exact: no binary floating point
   EXPECT_EQ(milli("100m"), 100);
-  EXPECT_EQ(milli("1u"), 1);     // rounds up
+  EXPECT_EQ(milli("1u"), 1);  // rounds up
   EXPECT_EQ(milli("250000n"), 1);
   EXPECT_EQ(milli("1e3"), 1000000);
   EXPECT_EQ(milli("+2"), 2000);

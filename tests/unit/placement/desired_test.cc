@@ -18,8 +18,8 @@ k8s::NodeInfo node(std::string cpu = "16", std::string memory = "64Gi") {
   return n;
 }
 
-k8s::PodInfo pod(std::string name, std::string cpu, std::string memory, std::string phase = "Running",
-                 bool vm = false) {
+k8s::PodInfo pod(std::string name, std::string cpu, std::string memory,
+                 std::string phase = "Running", bool vm = false) {
   k8s::PodInfo p;
   p.namespace_ = "ns";
   p.name = std::move(name);
@@ -61,23 +61,34 @@ TEST(DesiredTest, ReservedFromNonVmPods) {
   otherNode.nodeName = "cmp-2";
   const std::vector<ReservedCase> cases = {
       {"no pods", {}, 0, 0},
-      {"millicores add up, then round up once", {pod("a", "100m", "100Mi"), pod("b", "950m", "1Mi")}, 2, 101},
+      {"millicores add up, then round up once",
+       {pod("a", "100m", "100Mi"), pod("b", "950m", "1Mi")},
+       2,
+       101},
       {"exact CPUs are not rounded up", {pod("a", "500m", "1Mi"), pod("b", "1500m", "1Mi")}, 2, 2},
       {"bytes round up to MiB", {pod("a", "0", "1")}, 0, 1},
       {"VM pods only add the per-VM overhead",
-       {pod("vm1", "2", "4Gi", "Running", true), pod("vm2", "1", "2Gi", "Pending", true), pod("infra", "1", "1Gi")},
-       1, 1024 + 2 * 200},
+       {pod("vm1", "2", "4Gi", "Running", true), pod("vm2", "1", "2Gi", "Pending", true),
+        pod("infra", "1", "1Gi")},
+       1,
+       1024 + 2 * 200},
       {"succeeded and failed pods do not count",
-       {pod("done", "4", "4Gi", "Succeeded"), pod("bad", "4", "4Gi", "Failed"), pod("vmdone", "1", "1Gi", "Succeeded", true)},
-       0, 0},
-      {"pending pods count from the moment they are bound", {pod("new", "1", "1Gi", "Pending")}, 1, 1024},
+       {pod("done", "4", "4Gi", "Succeeded"), pod("bad", "4", "4Gi", "Failed"),
+        pod("vmdone", "1", "1Gi", "Succeeded", true)},
+       0,
+       0},
+      {"pending pods count from the moment they are bound",
+       {pod("new", "1", "1Gi", "Pending")},
+       1,
+       1024},
       {"pods bound elsewhere are ignored", {otherNode}, 0, 0},
   };
   for (const auto& tc : cases) {
     auto t = planPlacement(cfg, node(), tc.pods);
     EXPECT_EQ(t.root.inventories.at("VCPU").reserved, tc.vcpuReserved) << tc.name;
     EXPECT_EQ(t.root.inventories.at("MEMORY_MB").reserved, tc.memReserved) << tc.name;
-    EXPECT_EQ(t.root.inventories.at("VCPU").total, 16) << tc.name << ": only reserved moves with pods";
+    EXPECT_EQ(t.root.inventories.at("VCPU").total, 16)
+        << tc.name << ": only reserved moves with pods";
   }
 }
 
@@ -87,7 +98,8 @@ TEST(DesiredTest, ReservedIsClampedToTotalWithAWarning) {
   EXPECT_EQ(t.root.inventories.at("VCPU").reserved, 4);
   EXPECT_EQ(t.root.inventories.at("MEMORY_MB").reserved, 8192);
   ASSERT_EQ(t.warnings.size(), 2u);
-  EXPECT_NE(t.warnings[0].find("VCPU reserved 6 exceeds total 4"), std::string::npos) << t.warnings[0];
+  EXPECT_NE(t.warnings[0].find("VCPU reserved 6 exceeds total 4"), std::string::npos)
+      << t.warnings[0];
   EXPECT_EQ(t.nonVmRequests.cpuMillis, 6000) << "the unclamped value stays visible";
 }
 
@@ -121,8 +133,9 @@ TEST(DesiredTest, AllocationRatioAnnotations) {
   EXPECT_DOUBLE_EQ(t.root.inventories.at("VCPU").allocationRatio, 2.5);
   EXPECT_DOUBLE_EQ(t.root.inventories.at("MEMORY_MB").allocationRatio, 1.0);
   ASSERT_EQ(t.warnings.size(), 1u);
-  EXPECT_EQ(t.warnings[0], "annotation placement.openkeel.io/ram-allocation-ratio=\"-1\" is not a number in "
-                           "(0, 1000]; using 1");
+  EXPECT_EQ(t.warnings[0],
+            "annotation placement.openkeel.io/ram-allocation-ratio=\"-1\" is not a number in "
+            "(0, 1000]; using 1");
 }
 
 TEST(DesiredTest, HugepagesAsNestedProvidersMemoryNotCutTwice) {
@@ -167,16 +180,20 @@ TEST(DesiredTest, Traits) {
               {"kubernetes.io/hostname", "cmp-1"}};
   n.unschedulable = true;
   auto t = planPlacement(cfg, n, {});
-  EXPECT_EQ(t.root.traits, (Traits{"COMPUTE_NET_VIRTIO_PACKED", "COMPUTE_STATUS_DISABLED", "CUSTOM_GPU_LAB",
-                                   "HW_CPU_X86_AESNI", "HW_CPU_X86_AMD_SSBD", "HW_CPU_X86_AVX512F",
-                                   "HW_CPU_X86_SSE42"}));
+  EXPECT_EQ(t.root.traits, (Traits{"COMPUTE_NET_VIRTIO_PACKED", "COMPUTE_STATUS_DISABLED",
+                                   "CUSTOM_GPU_LAB", "HW_CPU_X86_AESNI", "HW_CPU_X86_AMD_SSBD",
+                                   "HW_CPU_X86_AVX512F", "HW_CPU_X86_SSE42"}));
   EXPECT_EQ(t.warnings.size(), 2u);
 }
 
 TEST(DesiredTest, CpuFeatureNames) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"sse4.2", "HW_CPU_X86_SSE42"}, {"sse4.1", "HW_CPU_X86_SSE41"}, {"avx512vpopcntdq", "HW_CPU_X86_AVX512VPOPCNTDQ"},
-      {"pclmuldq", "HW_CPU_X86_CLMUL"}, {"fma", "HW_CPU_X86_FMA3"}, {"bmi1", "HW_CPU_X86_BMI"},
+      {"sse4.2", "HW_CPU_X86_SSE42"},
+      {"sse4.1", "HW_CPU_X86_SSE41"},
+      {"avx512vpopcntdq", "HW_CPU_X86_AVX512VPOPCNTDQ"},
+      {"pclmuldq", "HW_CPU_X86_CLMUL"},
+      {"fma", "HW_CPU_X86_FMA3"},
+      {"bmi1", "HW_CPU_X86_BMI"},
       {"tsc-deadline", "HW_CPU_X86_TSCDEADLINE"}};
   for (const auto& [feature, trait] : cases) EXPECT_EQ(cpuFeatureTrait(feature), trait) << feature;
 }

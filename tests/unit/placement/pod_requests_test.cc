@@ -30,24 +30,51 @@ TEST(PodRequestsTest, KubernetesRule) {
       {"app containers add up", {}, {c("100m", "64Mi"), c("250m", "128Mi")}, {}, {350, 192 * Mi}},
       {"missing requests count as zero", {}, {c("", "1Gi"), c("2", "")}, {}, {2000, 1024 * Mi}},
       {"an init container larger than the apps wins",
-       {c("2", "1Gi")}, {c("500m", "256Mi")}, {}, {2000, 1024 * Mi}},
+       {c("2", "1Gi")},
+       {c("500m", "256Mi")},
+       {},
+       {2000, 1024 * Mi}},
       {"max is per resource: cpu from init, memory from apps",
-       {c("2", "100Mi")}, {c("500m", "256Mi")}, {}, {2000, 256 * Mi}},
+       {c("2", "100Mi")},
+       {c("500m", "256Mi")},
+       {},
+       {2000, 256 * Mi}},
       {"ordinary init containers do not add up, the largest counts",
-       {c("1", "100Mi"), c("3", "50Mi"), c("2", "200Mi")}, {c("100m", "10Mi")}, {}, {3000, 200 * Mi}},
+       {c("1", "100Mi"), c("3", "50Mi"), c("2", "200Mi")},
+       {c("100m", "10Mi")},
+       {},
+       {3000, 200 * Mi}},
       {"a sidecar adds to the apps",
-       {c("200m", "64Mi", "Always")}, {c("1", "1Gi")}, {}, {1200, 1088 * Mi}},
+       {c("200m", "64Mi", "Always")},
+       {c("1", "1Gi")},
+       {},
+       {1200, 1088 * Mi}},
       {"an init container after a sidecar runs next to it",
-       {c("500m", "100Mi", "Always"), c("2", "1Gi")}, {c("100m", "10Mi")}, {}, {2500, 1124 * Mi}},
+       {c("500m", "100Mi", "Always"), c("2", "1Gi")},
+       {c("100m", "10Mi")},
+       {},
+       {2500, 1124 * Mi}},
       {"an init container before the sidecar does not",
-       {c("2", "1Gi"), c("500m", "100Mi", "Always")}, {c("100m", "10Mi")}, {}, {2000, 1024 * Mi}},
+       {c("2", "1Gi"), c("500m", "100Mi", "Always")},
+       {c("100m", "10Mi")},
+       {},
+       {2000, 1024 * Mi}},
       {"sidecars accumulate for later init containers",
-       {c("100m", "10Mi", "Always"), c("200m", "20Mi", "Always"), c("1", "100Mi")}, {c("50m", "5Mi")}, {},
+       {c("100m", "10Mi", "Always"), c("200m", "20Mi", "Always"), c("1", "100Mi")},
+       {c("50m", "5Mi")},
+       {},
        {1300, 130 * Mi}},
       {"overhead is added after the max",
-       {c("2", "1Gi")}, {c("500m", "256Mi")}, {{"cpu", "250m"}, {"memory", "160Mi"}}, {2250, 1184 * Mi}},
+       {c("2", "1Gi")},
+       {c("500m", "256Mi")},
+       {{"cpu", "250m"}, {"memory", "160Mi"}},
+       {2250, 1184 * Mi}},
       {"fractions round up per quantity", {}, {c("0.0001", "1.5")}, {}, {1, 2}},
-      {"decimal and binary suffixes", {}, {c("1k", "1G"), c("1500m", "1Ki")}, {}, {1001500, 1000000000 + 1024}},
+      {"decimal and binary suffixes",
+       {},
+       {c("1k", "1G"), c("1500m", "1Ki")},
+       {},
+       {1001500, 1000000000 + 1024}},
   };
   for (const auto& tc : cases) {
     k8s::PodInfo pod;
@@ -55,8 +82,8 @@ TEST(PodRequestsTest, KubernetesRule) {
     pod.initContainers = tc.init;
     pod.containers = tc.apps;
     pod.overhead = tc.overhead;
-    EXPECT_EQ(podRequests(pod), tc.want) << tc.name << ": got cpu " << podRequests(pod).cpuMillis << "m memory "
-                                         << podRequests(pod).memoryBytes;
+    EXPECT_EQ(podRequests(pod), tc.want) << tc.name << ": got cpu " << podRequests(pod).cpuMillis
+                                         << "m memory " << podRequests(pod).memoryBytes;
   }
 }
 
@@ -72,8 +99,9 @@ TEST(PodRequestsTest, BadQuantityCountsZeroWithWarning) {
 }
 
 TEST(PodRequestsTest, Phases) {
-  const std::vector<std::pair<std::string, bool>> cases = {
-      {"", true}, {"Pending", true}, {"Running", true}, {"Unknown", true}, {"Succeeded", false}, {"Failed", false}};
+  const std::vector<std::pair<std::string, bool>> cases = {{"", true},           {"Pending", true},
+                                                           {"Running", true},    {"Unknown", true},
+                                                           {"Succeeded", false}, {"Failed", false}};
   for (const auto& [phase, holds] : cases) {
     k8s::PodInfo pod;
     pod.phase = phase;
@@ -82,7 +110,8 @@ TEST(PodRequestsTest, Phases) {
   k8s::PodInfo terminating;
   terminating.phase = "Running";
   terminating.terminating = true;
-  EXPECT_TRUE(podHoldsResources(terminating)) << "a terminating pod holds its resources until it is gone";
+  EXPECT_TRUE(podHoldsResources(terminating))
+      << "a terminating pod holds its resources until it is gone";
 }
 
 TEST(PodRequestsTest, VirtLauncher) {
