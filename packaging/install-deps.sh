@@ -12,15 +12,17 @@ build_pkgs=(
   libspdlog-dev libfmt-dev libcli11-dev libnl-3-dev libnl-route-3-dev
   # Open vSwitch's C IDL, compiled from Debian's own source tarball (no -dev package exists)
   openvswitch-source autoconf automake libtool python3
+  # the OVN_Southbound schema (/usr/share/ovn/ovn-sb.ovsschema) the build generates an IDL from
+  ovn-common
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 test_pkgs=(
   # real daemons the integration tests start on loopback / in namespaces they create
-  openvswitch-switch openvswitch-common ovn-central ovn-host ovn-common
+  openvswitch-switch openvswitch-common ovn-central ovn-host
   placement-api python3-keystone uwsgi-core uwsgi-plugin-python3
   # the fake kube-apiserver (python3 stdlib) and its TLS material, plus tools the fixtures use
-  python3 openssl curl iproute2 procps
+  python3 python3-yaml openssl curl iproute2 procps
 )
 
 pkgs=("${build_pkgs[@]}")
