@@ -47,12 +47,18 @@ Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& 
   nodeInformer_ = std::make_unique<k8s::Informer>(
       io_, api_, informerConfig("nodes", "/api/v1/nodes", "metadata.name=" + config_.nodeName),
       metrics_,
-      k8s::Informer::Handler{[this](auto type, const json& o) { onNodeEvent(type, o); },
-                             [this] {
-                               health_.setReady("node-informer", true, "synced");
-                               replan("node-sync");
-                             },
-                             notReadyBecause("node-informer", nodeInformer_)});
+      k8s::Informer::Handler{
+          [this](auto type, const json& o) { onNodeEvent(type, o); },
+          [this] {
+            // Synced but empty: the name is wrong or the Node is gone.
+            health_.setReady("node-informer", node_.has_value(),
+                             node_ ? "synced" : "Node " + config_.nodeName + " not found");
+            if (!node_)
+              core::logger("agent")->warn("Node {} does not exist; waiting for it to appear",
+                                          config_.nodeName);
+            replan("node-sync");
+          },
+          notReadyBecause("node-informer", nodeInformer_)});
   podInformer_ = std::make_unique<k8s::Informer>(
       io_, api_, informerConfig("pods", "/api/v1/pods", "spec.nodeName=" + config_.nodeName),
       metrics_,
@@ -108,6 +114,7 @@ void Agent::onNodeEvent(k8s::Informer::EventType type, const json& object) {
     core::logger("agent")->error(
         "Node {} was deleted; keeping the last known state until it returns", config_.nodeName);
     node_.reset();
+    health_.setReady("node-informer", false, "Node " + config_.nodeName + " was deleted");
     return;
   }
   auto node = k8s::parseNode(object, "Node " + config_.nodeName);
@@ -116,7 +123,10 @@ void Agent::onNodeEvent(k8s::Informer::EventType type, const json& object) {
     return;
   }
   node_ = std::move(*node);
-  if (nodeInformer_->hasSynced()) replan("node");
+  if (nodeInformer_->hasSynced()) {
+    health_.setReady("node-informer", true, "synced");
+    replan("node");
+  }
 }
 
 void Agent::onPodEvent(k8s::Informer::EventType type, const json& object) {
