@@ -670,3 +670,44 @@ class TestFaults(ServerCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestKubectl(ServerCase):
+    """kubectl (a real client-go) works against the fake: get, label, and a watch that sees the label.
+    Debian ships no kubectl, so this skips where it is not installed."""
+
+    def setUp(self):
+        self.kubectl = shutil.which("kubectl")
+        if not self.kubectl:
+            self.skipTest("kubectl is not installed (Debian has no package for it)")
+        self.kubeconfig = os.path.join(TLS_DIR, "kubeconfig")
+
+    def run_kubectl(self, *args, context="admin"):
+        return subprocess.run([self.kubectl, "--kubeconfig", self.kubeconfig, "--context", context,
+                               "--server", self.url] + list(args),
+                              capture_output=True, text=True, timeout=30)
+
+    def test_get_label_and_watch(self):
+        r = self.run_kubectl("get", "nodes", "-o", "name")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("node/n1", r.stdout)
+        r = self.run_kubectl("get", "pods", "-A", "--field-selector", "spec.nodeName=n1", "-o", "name",
+                             context="node-agent")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("pod/p-plain", r.stdout)
+        watch = subprocess.Popen([self.kubectl, "--kubeconfig", self.kubeconfig, "--server", self.url,
+                                  "get", "node", "n1", "-w", "--output-watch-events",
+                                  "-o", "jsonpath={.type} {.object.metadata.labels.kubectl-test}{\"\\n\"}"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            first = watch.stdout.readline()  # the synthetic ADDED of the initial state
+            self.assertTrue(first.startswith("ADDED"), first)
+            r = self.run_kubectl("label", "node", "n1", "kubectl-test=yes", "--overwrite")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(watch.stdout.readline().strip(), "MODIFIED yes")
+        finally:
+            watch.kill()
+            watch.communicate()
+        r = self.run_kubectl("delete", "pods", "-n", "tenant-a", "p-plain", context="node-agent")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn('cannot delete resource "pods"', r.stderr)
