@@ -68,6 +68,8 @@ Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& 
                                replan("pod-sync");
                              },
                              notReadyBecause("pod-informer", podInformer_)});
+  placement_ =
+      std::make_unique<placement::Reconciler>(io_, http, config_.placement, metrics_, health_);
 }
 
 Agent::~Agent() {
@@ -95,6 +97,7 @@ core::Status Agent::start() {
 void Agent::stop() {
   nodeInformer_->stop();
   podInformer_->stop();
+  placement_->stop();
   healthServer_.stop();
   heartbeat_.cancel();
 }
@@ -166,6 +169,8 @@ void Agent::replan(const char* trigger) {
     for (const auto& w : next.warnings) log->warn("{}", w);
   plan_ = std::move(next);
   for (const auto& listener : listeners_) listener(*plan_);
+  placement_->setActive(plan_->placement.has_value());
+  if (inputs.pods) placement_->update(*node_, *inputs.pods, true);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   metrics_

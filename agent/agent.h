@@ -19,6 +19,7 @@
 #include "core/metrics.h"
 #include "k8s/api_client.h"
 #include "k8s/informer.h"
+#include "placement/reconciler.h"
 
 namespace okna::agent {
 
@@ -56,6 +57,7 @@ class Agent {
   HealthServer healthServer_;
   std::unique_ptr<k8s::Informer> nodeInformer_;
   std::unique_ptr<k8s::Informer> podInformer_;
+  std::unique_ptr<placement::Reconciler> placement_;
   boost::asio::steady_timer heartbeat_;
   std::optional<k8s::NodeInfo> node_;
   std::map<std::string, k8s::PodInfo> pods_;

@@ -9,6 +9,7 @@
 #include "core/backoff.h"
 #include "core/logging.h"
 #include "core/result.h"
+#include "placement/config.h"
 
 namespace okna::agent {
 
@@ -35,6 +36,8 @@ struct AgentConfig {
   RolesConfig nodeRoles;
   HealthConfig health;
   core::LogConfig logging;
+  // The node's resource provider (active with the compute role).
+  placement::PlacementConfig placement;
 };
 
 /** Parses and validates a config document; errors name file, line, key and reason. */

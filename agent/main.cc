@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
       "provider, metadata service)"};
   std::string configPath, nodeName, kubeconfig, kubeContext, healthListen, logFormat, logLevel;
   agent::DryRunOptions dry;
+  std::string osCloud;
   bool dryRun = false;
   app.add_option("--config", configPath, "YAML configuration file")->check(CLI::ExistingFile);
   app.add_option("--node-name", nodeName, "This node's name (default: $NODE_NAME)");
@@ -39,6 +40,8 @@ int main(int argc, char** argv) {
                  "host:port of /healthz /readyz /metrics (default 0.0.0.0:19874)");
   app.add_option("--log-format", logFormat, "text or json")->check(CLI::IsMember({"text", "json"}));
   app.add_option("--log-level", logLevel, "trace, debug, info, warn, error");
+  app.add_option("--os-cloud", osCloud,
+                 "clouds.yaml cloud of the Placement credentials (default: $OS_CLOUD)");
   app.add_flag("--dry-run", dryRun,
                "Print the plan computed from --node-file (and --pods-file); touch nothing");
   app.add_option("--node-file", dry.nodeFile,
@@ -63,6 +66,7 @@ int main(int argc, char** argv) {
   if (!healthListen.empty()) config.health.listen = healthListen;
   if (!kubeconfig.empty()) config.kubernetes.kubeconfig = kubeconfig;
   if (!kubeContext.empty()) config.kubernetes.context = kubeContext;
+  if (!osCloud.empty()) config.placement.cloud = osCloud;
   if (auto s = core::setupLogging(config.logging); !s) {
     std::cerr << "config error: " << s.error().message << "\n";
     return 2;

@@ -9,6 +9,14 @@ Plan computePlan(const AgentConfig& config, const PlanInputs& inputs) {
   plan.roles = planRoles(config.nodeRoles, inputs.node);
   plan.warnings = plan.roles.warnings;
   plan.podCount = inputs.pods ? static_cast<long>(inputs.pods->size()) : -1;
+  if (config.placement.enabled && plan.roles.roles.count("compute") != 0) {
+    plan.placement = placement::planPlacement(config.placement, inputs.node,
+                                              inputs.pods.value_or(std::vector<k8s::PodInfo>{}));
+    if (!inputs.pods)
+      plan.warnings.push_back(
+          "placement: reserved is computed without the node's pods (no --pods-file)");
+    for (const auto& w : plan.placement->warnings) plan.warnings.push_back("placement: " + w);
+  }
   return plan;
 }
 
@@ -18,6 +26,7 @@ nlohmann::json planToJson(const Plan& plan) {
   out["roles"] = nlohmann::json::array();
   for (const auto& r : plan.roles.roles) out["roles"].push_back(r);  // std::set: sorted
   out["warnings"] = plan.warnings;
+  if (plan.placement) out["placement"] = placement::toDryRunJson(*plan.placement);
   return out;
 }
 
@@ -29,6 +38,22 @@ std::string planToText(const Plan& plan) {
   for (const auto& r : plan.roles.roles) out += " " + r;
   out += "\n";
   if (plan.podCount >= 0) out += "pods on the node: " + std::to_string(plan.podCount) + "\n";
+  if (plan.placement) {
+    const nlohmann::json p = placement::toDryRunJson(*plan.placement);
+    out += "placement provider " + p["provider"]["name"].get<std::string>() + " (" +
+           p["provider"]["uuid"].get<std::string>() + ")\n";
+    auto inventories = [&](const nlohmann::json& inv, const std::string& indent) {
+      for (const auto& [cls, i] : inv.items())
+        out += indent + cls + ": total " + i["total"].dump() + ", reserved " +
+               i["reserved"].dump() + ", allocation_ratio " + i["allocation_ratio"].dump() + "\n";
+    };
+    inventories(p["inventories"], "  ");
+    for (const auto& n : p["nested"]) {
+      out += "  nested " + n["name"].get<std::string>() + " traits " + n["traits"].dump() + "\n";
+      inventories(n["inventories"], "    ");
+    }
+    out += "  traits " + p["traits"].dump() + "\n";
+  }
   for (const auto& w : plan.warnings) out += "warning: " + w + "\n";
   return out;
 }

@@ -12,6 +12,7 @@
 #include "agent/config.h"
 #include "agent/roles.h"
 #include "k8s/objects.h"
+#include "placement/desired.h"
 
 namespace okna::agent {
 
@@ -29,6 +30,8 @@ struct Plan {
   std::vector<std::string> warnings;
   // Number of pods considered (for the text output); -1 when unknown.
   long podCount = -1;
+  // The node's resource provider tree: with the compute role and Placement enabled.
+  std::optional<placement::DesiredProviderTree> placement;
 };
 
 Plan computePlan(const AgentConfig& config, const PlanInputs& inputs);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# All-in-one local sandbox: installs the Debian packages, builds the agent, starts the project's
-# fake kube-apiserver on loopback with a sample node and its pods, and runs the agent against it
-# in the foreground (Ctrl-C stops everything and removes the temp dir).
+# All-in-one local sandbox: installs the Debian packages, builds the agent, starts on loopback the
+# project's fake kube-apiserver with a sample node and its pods and a real Placement (Debian's
+# placement-api, noauth, sqlite), and runs the agent against them in the foreground (Ctrl-C stops
+# everything and removes the temp dir).
 #   NODE_FILE / PODS_FILE   the node and pods to serve (default: tests/data/lab-1.*)
 #   HEALTH_LISTEN           the agent's health endpoint (default 127.0.0.1:19874)
 #   SANDBOX_SECONDS         stop by itself after this many seconds (default: run until Ctrl-C)
@@ -21,6 +22,7 @@ cmake --build build --target openkeel-node-agent -j "$(nproc)"
 work=$(mktemp -d /tmp/okna-sandbox.XXXXXX)
 pids=()
 cleanup() {
+  bash tests/fixtures/openstack/stop.sh "$work/placement" >/dev/null 2>&1 || true
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   rm -rf "$work"
@@ -35,12 +37,26 @@ pids+=($!)
 for _ in $(seq 1 300); do [[ -s "$work/url" ]] && break; sleep 0.1; done
 [[ -s "$work/url" ]] || { cat "$work/apiserver.log"; exit 1; }
 
+echo "sandbox: starting Placement (noauth) on loopback"
+mkdir -p "$work/placement"
+bash tests/fixtures/openstack/start-placement.sh "$work/placement" >"$work/placement.out" 2>&1 ||
+  { cat "$work/placement.out"; exit 1; }
+placement_url=$(cat "$work/placement/url")
+cat >"$work/agent.yaml" <<YAML
+placement:
+  auth: {type: none}
+  endpointOverride: $placement_url
+  stateFile: $work/placement-state.json
+  debounceSeconds: 5
+YAML
+
 cat <<INFO
 sandbox: API server $(cat "$work/url")  (kubectl --kubeconfig $work/tls/kubeconfig get nodes)
+sandbox: Placement $placement_url  (curl -H 'X-Auth-Token: admin' -H 'OpenStack-API-Version: placement 1.39' $placement_url/resource_providers)
 sandbox: agent health http://$health/readyz  /healthz  /metrics  /debug/plan
 sandbox: try: kubectl --kubeconfig $work/tls/kubeconfig label node $node_name node-role.openkeel.io/containers=
 INFO
-agent=(build/agent/openkeel-node-agent --node-name "$node_name" --kubeconfig "$work/tls/kubeconfig"
+agent=(build/agent/openkeel-node-agent --config "$work/agent.yaml" --node-name "$node_name" --kubeconfig "$work/tls/kubeconfig"
        --context node-agent --health-listen "$health")
 if [[ -n "${SANDBOX_SECONDS:-}" ]]; then
   timeout --signal=TERM "$SANDBOX_SECONDS" "${agent[@]}" || [[ $? == 124 ]]

@@ -28,6 +28,7 @@ kubernetes:
   watchTimeoutSeconds: {min: 60, max: 90}
   backoff: {initialMs: 100, maxMs: 800}
 logging: {level: debug}
+placement: {enabled: false}   # these tests are about the Kubernetes side
 )";
 
 class AgentK8sTest : public ::testing::Test {

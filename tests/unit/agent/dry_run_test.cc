@@ -38,12 +38,17 @@ TEST(DryRunTest, YamlNodeDumpJsonOutput) {
   EXPECT_EQ(plan["node"]["uid"], "5a0e8c1e-2f7d-4a57-b5a3-0c9d8e7f6a51");
   EXPECT_EQ(plan["roles"], nlohmann::json({"compute", "controlPlane", "network", "storage"}));
   EXPECT_EQ(plan["warnings"], nlohmann::json::array());
+  // The compute role brings the Placement section (its planner has its own unit tests).
+  EXPECT_EQ(plan["placement"]["provider"]["uuid"], "5a0e8c1e-2f7d-4a57-b5a3-0c9d8e7f6a51");
+  EXPECT_EQ(plan["placement"]["inventories"]["VCPU"]["total"], 15);
+  EXPECT_EQ(plan["placement"]["nested"][0]["name"], "lab-1:hugepages-2Mi");
 }
 
 TEST(DryRunTest, HardenedNodeUnderDefaultProfileHasNoRoles) {
   auto r = run({}, {kData + "/ok-net-2.node.json", "", "json"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["roles"], nlohmann::json::array());
+  EXPECT_FALSE(nlohmann::json::parse(r.out).contains("placement"));
   AgentConfig hardened;
   hardened.nodeRoles.profile = RoleProfile::Hardened;
   auto h = run(hardened, {kData + "/ok-net-2.node.json", "", "json"});
@@ -55,6 +60,10 @@ TEST(DryRunTest, TextOutput) {
   ASSERT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("roles: compute controlPlane network storage"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("pods on the node: 3"), std::string::npos);
+  EXPECT_NE(r.out.find("placement provider lab-1 (5a0e8c1e-2f7d-4a57-b5a3-0c9d8e7f6a51)"),
+            std::string::npos);
+  EXPECT_NE(r.out.find("  VCPU: total 15, reserved 2, allocation_ratio 4.0"), std::string::npos)
+      << r.out;
 }
 
 TEST(DryRunTest, MalformedInputNamesFileAndProblem) {

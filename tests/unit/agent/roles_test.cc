@@ -111,6 +111,10 @@ struct TermCase {
   bool matches;
 };
 
+void PrintTo(const TermCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
 class SelectorOperatorTest : public ::testing::TestWithParam<TermCase> {};
 
 TEST_P(SelectorOperatorTest, EvaluatesLikeTheScheduler) {
@@ -187,6 +191,10 @@ struct BadConfigCase {
   const char* yaml;
   const char* message;
 };
+
+void PrintTo(const BadConfigCase& c, std::ostream* os) {
+  *os << c.name;
+}
 
 class BadRolesConfigTest : public ::testing::TestWithParam<BadConfigCase> {};
 

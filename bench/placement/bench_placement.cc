@@ -1,0 +1,184 @@
+// Counts the HTTP requests the Placement reconciler sends, against a REAL Placement (the
+// tests/fixtures/openstack noauth2 fixture, started here in a temp dir): per pod change, per burst,
+// at steady state, after a conflict and after a restart. Not a test: it prints a table.
+//   bench_placement [--debounce-ms N] [--changes N] [--steady-seconds N]
+
+#include <boost/asio/io_context.hpp>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+#include "core/curl_http_client.h"
+#include "core/logging.h"
+#include "placement/reconciler.h"
+#include "tests/integration/placement/counting_http_client.h"
+#include "tests/integration/placement/harness.h"
+
+using namespace okna;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Row {
+  std::string scenario;
+  size_t events;
+  size_t requests;
+  std::string detail;
+};
+
+std::string summary(const testing::CountingHttpClient& c, size_t from) {
+  std::map<std::string, int> kinds;
+  for (size_t i = from; i < c.log().size(); ++i) {
+    std::string k = c.log()[i];
+    // Collapse uuids: "PUT /resource_providers/{uuid}/inventories".
+    const auto rp = k.find("/resource_providers/");
+    if (rp != std::string::npos) {
+      const auto end = k.find('/', rp + 20);
+      k = k.substr(0, rp + 20) + "{uuid}" + (end == std::string::npos ? "" : k.substr(end));
+    }
+    if (auto q = k.find('?'); q != std::string::npos) k = k.substr(0, q);
+    ++kinds[k];
+  }
+  std::string out;
+  for (const auto& [k, n] : kinds) out += (out.empty() ? "" : ", ") + std::to_string(n) + "x " + k;
+  return out.empty() ? "-" : out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int debounceMs = 200;
+  int changes = 20;
+  int steadySeconds = 10;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--debounce-ms")) debounceMs = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--changes")) changes = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--steady-seconds")) steadySeconds = std::atoi(argv[i + 1]);
+  }
+  if (!testing::placementInstalled()) {
+    std::cerr << "placement-api is not installed\n";
+    return 2;
+  }
+  core::setupLogging({"text", "warn", {}});
+  const std::string dir = testing::makeTempDir("okna-placement-bench-");
+  if (!testing::runScript(testing::kFixtures + "/start-placement.sh " + dir + "/p",
+                          dir + "/p.out")) {
+    std::cerr << testing::readFile(dir + "/p.out") << "\n";
+    return 1;
+  }
+  const std::string url = testing::readFile(dir + "/p/url");
+
+  boost::asio::io_context io;
+  core::CurlHttpClient http(io);
+  testing::CountingHttpClient counting(http);
+  testing::Operator op(io, http, url);
+  core::MetricsRegistry metrics;
+  core::HealthRegistry health;
+  placement::PlacementConfig config;
+  config.auth.type = "none";
+  config.endpointOverride = url;
+  config.debounce = std::chrono::milliseconds(debounceMs);
+  config.resyncInterval = 0s;
+  config.stateFile = dir + "/state.json";
+  const std::string name = "bench-1";
+  const std::string uid = testing::randomUuid();
+  auto node = testing::makeNode(name, uid);
+  node.labels = {{"cpu-feature.node.kubevirt.io/avx2", "true"},
+                 {"trait.openkeel.io/CUSTOM_BENCH", ""}};
+  std::vector<k8s::PodInfo> pods;
+  for (int i = 0; i < 30; ++i)
+    pods.push_back(testing::makePod(name, "infra-" + std::to_string(i), "100m", "128Mi"));
+  for (int i = 0; i < 5; ++i)
+    pods.push_back(testing::makePod(name, "vm-" + std::to_string(i), "2", "4Gi", true));
+
+  std::vector<Row> rows;
+  auto agent = std::make_unique<placement::Reconciler>(io, counting, config, metrics, health);
+  agent->setActive(true);
+  auto waitPass = [&](unsigned n) {
+    return testing::runUntil(io, [&] { return agent->successfulPasses() >= n && !agent->busy(); });
+  };
+
+  size_t mark = counting.size();
+  agent->update(node, pods, true);
+  waitPass(1);
+  rows.push_back({"first registration (root + 2 hugepage children, traits)", 1,
+                  counting.size() - mark, summary(counting, mark)});
+
+  mark = counting.size();
+  const auto steadyEnd = std::chrono::steady_clock::now() + std::chrono::seconds(steadySeconds);
+  size_t updates = 0;
+  while (std::chrono::steady_clock::now() < steadyEnd) {
+    agent->update(node, pods, true);  // a pod status change: same requests
+    ++updates;
+    testing::runFor(io, 50ms);
+  }
+  rows.push_back({"steady state: " + std::to_string(steadySeconds) + " s, unchanged inputs",
+                  updates, counting.size() - mark, summary(counting, mark)});
+
+  mark = counting.size();
+  unsigned passes = agent->successfulPasses();
+  for (int i = 0; i < changes; ++i) {
+    // Alternately a 2-CPU/1-GiB pod arrives and leaves: above both steps every time.
+    if (i % 2 == 0) {
+      pods.push_back(testing::makePod(name, "job", "2", "1Gi"));
+    } else {
+      pods.pop_back();
+    }
+    agent->update(node, pods, true);
+    waitPass(++passes);
+  }
+  rows.push_back({"pod change above the step, one per window (arrive/leave)",
+                  static_cast<size_t>(changes), counting.size() - mark, summary(counting, mark)});
+
+  mark = counting.size();
+  for (int i = 0; i < 50; ++i) {
+    pods.push_back(testing::makePod(name, "burst-" + std::to_string(i), "50m", "16Mi"));
+    agent->update(node, pods, true);
+  }
+  waitPass(++passes);
+  rows.push_back({"burst of 50 pod changes inside one window", 50, counting.size() - mark,
+                  summary(counting, mark)});
+
+  mark = counting.size();
+  for (int i = 0; i < changes; ++i) {
+    pods.push_back(testing::makePod(name, "tiny-" + std::to_string(i), "0", "8Mi"));
+    agent->update(node, pods, true);
+    testing::runFor(io, std::chrono::milliseconds(debounceMs + 100));
+  }
+  rows.push_back({"pod changes below the step (8 MiB each, cumulative 160 MiB)",
+                  static_cast<size_t>(changes), counting.size() - mark, summary(counting, mark)});
+
+  // A VM lands between two pushes: the next PUT meets a 409 and is retried.
+  const nlohmann::json alloc{{"allocations", {{uid, {{"resources", {{"VCPU", 1}}}}}}},
+                             {"project_id", testing::randomUuid()},
+                             {"user_id", testing::randomUuid()},
+                             {"consumer_generation", nullptr}};
+  op.call("PUT", "/allocations/" + testing::randomUuid(), alloc, "1.28");
+  mark = counting.size();
+  pods.push_back(testing::makePod(name, "after-vm", "2", "1Gi"));
+  agent->update(node, pods, true);
+  waitPass(++passes);
+  rows.push_back({"pod change after an allocation (409 then retry)", 1, counting.size() - mark,
+                  summary(counting, mark)});
+
+  // Agent restart (also what a periodic resync costs, plus GET /).
+  agent.reset();
+  agent = std::make_unique<placement::Reconciler>(io, counting, config, metrics, health);
+  agent->setActive(true);
+  mark = counting.size();
+  agent->update(node, pods, true);
+  waitPass(1);
+  rows.push_back({"agent restart, provider already up to date", 1, counting.size() - mark,
+                  summary(counting, mark)});
+  agent.reset();
+
+  std::printf(
+      "| scenario | events | requests | per event | requests sent |\n|---|---|---|---|---|\n");
+  for (const auto& r : rows)
+    std::printf("| %s | %zu | %zu | %.2f | %s |\n", r.scenario.c_str(), r.events, r.requests,
+                r.events ? static_cast<double>(r.requests) / static_cast<double>(r.events) : 0.0,
+                r.detail.c_str());
+  testing::runScript(testing::kFixtures + "/stop.sh " + dir + "/p", dir + "/stop.out");
+  std::filesystem::remove_all(dir);
+  return 0;
+}

@@ -1,0 +1,280 @@
+#include "placement/client.h"
+
+#include <nlohmann/json.hpp>
+
+#include "placement/desired.h"
+#include "placement/keystone.h"
+
+namespace okna::placement {
+
+using nlohmann::json;
+
+namespace {
+
+// "{what}: HTTP 409 [placement.concurrent_update] detail": Placement's own words, trimmed.
+core::Error httpError(const std::string& what, const core::HttpResponse& r) {
+  std::string code;
+  std::string detail;
+  auto j = json::parse(r.body, nullptr, false);
+  if (j.is_object() && j.contains("errors") && j["errors"].is_array() && !j["errors"].empty() &&
+      j["errors"][0].is_object()) {
+    const json& e = j["errors"][0];
+    if (e.contains("code") && e["code"].is_string()) code = e["code"].get<std::string>();
+    if (e.contains("detail") && e["detail"].is_string()) detail = e["detail"].get<std::string>();
+  }
+  // Placement's details are multi-line ("The resource could not be found.\n\n ..."): keep one line.
+  for (auto& c : detail)
+    if (c == '\n') c = ' ';
+  while (detail.find("  ") != std::string::npos) detail.replace(detail.find("  "), 2, " ");
+  std::string message = what + ": HTTP " + std::to_string(r.status);
+  if (!code.empty()) message += " [" + code + "]";
+  if (!detail.empty()) message += " " + detail;
+  return core::makeError(message, static_cast<int>(r.status));
+}
+
+core::Error badBody(const std::string& what, const std::string& why) {
+  return core::makeError(what + ": unexpected response body (" + why + ")", 502);
+}
+
+// Parsing helpers: nlohmann throws on type mismatches; the exception stays inside this file.
+template <typename F>
+auto parseBody(const std::string& what, const std::string& body, F&& f)
+    -> core::Result<decltype(f(json()))> {
+  auto j = json::parse(body, nullptr, false);
+  if (j.is_discarded()) return badBody(what, "not JSON");
+  try {
+    return f(j);
+  } catch (const json::exception& e) {
+    return badBody(what, e.what());
+  }
+}
+
+Provider providerFrom(const json& p) {
+  Provider out;
+  out.uuid = p.at("uuid").get<std::string>();
+  out.name = p.at("name").get<std::string>();
+  if (p.contains("parent_provider_uuid") && p["parent_provider_uuid"].is_string())
+    out.parentUuid = p["parent_provider_uuid"].get<std::string>();
+  if (p.contains("root_provider_uuid") && p["root_provider_uuid"].is_string())
+    out.rootUuid = p["root_provider_uuid"].get<std::string>();
+  out.generation = p.at("generation").get<std::int64_t>();
+  return out;
+}
+
+int minorOf(const std::string& v) {
+  const auto dot = v.find('.');
+  return dot == std::string::npos ? -1 : std::atoi(v.c_str() + dot + 1);
+}
+
+}  // namespace
+
+bool isConcurrentUpdate(const core::Error& e) {
+  return e.code == 409 && e.message.find("[placement.concurrent_update]") != std::string::npos;
+}
+
+bool isTransient(const core::Error& e) {
+  return e.code < 100 || e.code >= 500 || e.code == 429 || e.code == 401;
+}
+
+bool microversionAtLeast(const std::string& have, const std::string& need) {
+  return have.starts_with("1.") && minorOf(have) >= minorOf(need);
+}
+
+ApiImpl::~ApiImpl() {
+  if (inFlight_) inFlight_->cancel();
+}
+
+Task<core::Result<core::HttpResponse>> ApiImpl::call(std::string method, std::string path,
+                                                     const char* microversion, std::string body) {
+  // One renewal and retry after a 401: the token may have been revoked or expired early.
+  for (int attempt = 0;; ++attempt) {
+    auto session = co_await auth_.session(attempt > 0);
+    if (!session) co_return session.error();
+    core::HttpRequest r;
+    r.method = method;
+    r.url = session->endpoint + path;
+    r.headers = {{"X-Auth-Token", session->token},
+                 {"OpenStack-API-Version", std::string("placement ") + microversion},
+                 {"Accept", "application/json"}};
+    if (!body.empty()) r.headers["Content-Type"] = "application/json";
+    // CurlHttpClient sends bodies with POSTFIELDS and a size: always a Content-Length, as uwsgi
+    // cannot read chunked request bodies.
+    r.body = body;
+    r.tls = auth_.tls();
+    r.totalTimeout = timeout_;
+    ++requests_;
+    auto resp = co_await send(http_, std::move(r), &inFlight_);
+    inFlight_.reset();
+    if (!resp)
+      co_return core::makeError(method + " " + path + ": " + resp.error().message,
+                                resp.error().code);
+    if (resp->status == 401 && attempt == 0 && auth_.canRenew()) continue;
+    co_return resp;
+  }
+}
+
+Task<core::Result<std::string>> ApiImpl::maxMicroversion() {
+  auto r = co_await call("GET", "/", kReadMicroversion);
+  if (!r) co_return r.error();
+  if (r->status != 200) co_return httpError("GET /", *r);
+  co_return parseBody("GET /", r->body, [](const json& j) {
+    std::string best;
+    for (const auto& v : j.at("versions"))
+      if (best.empty() || minorOf(v.at("max_version").get<std::string>()) > minorOf(best))
+        best = v.at("max_version").get<std::string>();
+    return best;
+  });
+}
+
+Task<core::Result<std::vector<Provider>>> ApiImpl::providersInTree(const std::string& rootUuid) {
+  const std::string path = "/resource_providers?in_tree=" + rootUuid;
+  auto r = co_await call("GET", path, kReadMicroversion);
+  if (!r) co_return r.error();
+  if (r->status != 200) co_return httpError("GET " + path, *r);
+  co_return parseBody("GET " + path, r->body, [](const json& j) {
+    std::vector<Provider> out;
+    for (const auto& p : j.at("resource_providers")) out.push_back(providerFrom(p));
+    return out;
+  });
+}
+
+Task<core::Result<std::optional<Provider>>> ApiImpl::providerByName(const std::string& name) {
+  // Names may hold any character: escape the few that matter in a query string.
+  std::string q;
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ||
+        c == '~') {
+      q += c;
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
+      q += buf;
+    }
+  }
+  const std::string path = "/resource_providers?name=" + q;
+  auto r = co_await call("GET", path, kReadMicroversion);
+  if (!r) co_return r.error();
+  if (r->status != 200) co_return httpError("GET " + path, *r);
+  co_return parseBody("GET " + path, r->body, [](const json& j) -> std::optional<Provider> {
+    const json& list = j.at("resource_providers");
+    if (list.empty()) return std::nullopt;
+    return providerFrom(list.at(0));
+  });
+}
+
+Task<core::Result<Provider>> ApiImpl::createProvider(const std::string& name,
+                                                     const std::string& uuid,
+                                                     const std::string& parentUuid) {
+  json body{{"name", name}, {"uuid", uuid}};
+  if (!parentUuid.empty()) body["parent_provider_uuid"] = parentUuid;
+  auto r = co_await call("POST", "/resource_providers", kWriteMicroversion, body.dump());
+  if (!r) co_return r.error();
+  if (r->status != 200) co_return httpError("POST /resource_providers " + name, *r);
+  co_return parseBody("POST /resource_providers", r->body,
+                      [](const json& j) { return providerFrom(j); });
+}
+
+Task<core::Status> ApiImpl::deleteProvider(const std::string& uuid) {
+  const std::string path = "/resource_providers/" + uuid;
+  auto r = co_await call("DELETE", path, kWriteMicroversion);
+  if (!r) co_return r.error();
+  if (r->status != 204 && r->status != 404) co_return httpError("DELETE " + path, *r);
+  co_return core::Status{};
+}
+
+Task<core::Result<InventoriesView>> ApiImpl::inventories(const std::string& uuid) {
+  const std::string path = "/resource_providers/" + uuid + "/inventories";
+  auto r = co_await call("GET", path, kReadMicroversion);
+  if (!r) co_return r.error();
+  if (r->status != 200) co_return httpError("GET " + path, *r);
+  co_return parseBody("GET " + path, r->body, [](const json& j) {
+    InventoriesView v;
+    v.generation = j.at("resource_provider_generation").get<std::int64_t>();
+    for (const auto& [rc, inv] : j.at("inventories").items())
+      v.inventories[rc] = Inventory{
+          inv.at("total").get<std::int64_t>(),     inv.at("reserved").get<std::int64_t>(),
+          inv.at("min_unit").get<std::int64_t>(),  inv.at("max_unit").get<std::int64_t>(),
+          inv.at("step_size").get<std::int64_t>(), inv.at("allocation_ratio").get<double>()};
+    return v;
+  });
+}
+
+Task<core::Result<std::int64_t>> ApiImpl::putInventories(const std::string& uuid,
+                                                         std::int64_t generation,
+                                                         const Inventories& inventories) {
+  const std::string path = "/resource_providers/" + uuid + "/inventories";
+  const json body{{"resource_provider_generation", generation},
+                  {"inventories", inventoriesToJson(inventories)}};
+  auto r = co_await call("PUT", path, kWriteMicroversion, body.dump());
+  if (!r) co_return r.error();
+  if (r->status != 200) co_return httpError("PUT " + path, *r);
+  co_return parseBody("PUT " + path, r->body, [](const json& j) {
+    return j.at("resource_provider_generation").get<std::int64_t>();
+  });
+}
+
+Task<core::Result<TraitsView>> ApiImpl::providerTraits(const std::string& uuid) {
+  const std::string path = "/resource_providers/" + uuid + "/traits";
+  auto r = co_await call("GET", path, kReadMicroversion);
+  if (!r) co_return r.error();
+  if (r->status != 200) co_return httpError("GET " + path, *r);
+  co_return parseBody("GET " + path, r->body, [](const json& j) {
+    TraitsView v;
+    v.generation = j.at("resource_provider_generation").get<std::int64_t>();
+    for (const auto& t : j.at("traits")) v.traits.insert(t.get<std::string>());
+    return v;
+  });
+}
+
+Task<core::Result<std::int64_t>> ApiImpl::putProviderTraits(const std::string& uuid,
+                                                            std::int64_t generation,
+                                                            const Traits& traits) {
+  const std::string path = "/resource_providers/" + uuid + "/traits";
+  const json body{{"resource_provider_generation", generation}, {"traits", traits}};
+  auto r = co_await call("PUT", path, kWriteMicroversion, body.dump());
+  if (!r) co_return r.error();
+  if (r->status != 200) co_return httpError("PUT " + path, *r);
+  co_return parseBody("PUT " + path, r->body, [](const json& j) {
+    return j.at("resource_provider_generation").get<std::int64_t>();
+  });
+}
+
+Task<core::Result<Traits>> ApiImpl::allTraits() {
+  auto r = co_await call("GET", "/traits", kReadMicroversion);
+  if (!r) co_return r.error();
+  if (r->status != 200) co_return httpError("GET /traits", *r);
+  co_return parseBody("GET /traits", r->body, [](const json& j) {
+    Traits out;
+    for (const auto& t : j.at("traits")) out.insert(t.get<std::string>());
+    return out;
+  });
+}
+
+Task<core::Status> ApiImpl::createTrait(const std::string& name) {
+  auto r = co_await call("PUT", "/traits/" + name, kWriteMicroversion);
+  if (!r) co_return r.error();
+  if (r->status != 201 && r->status != 204) co_return httpError("PUT /traits/" + name, *r);
+  co_return core::Status{};
+}
+
+Task<core::Status> ApiImpl::createResourceClass(const std::string& name) {
+  auto r = co_await call("PUT", "/resource_classes/" + name, kWriteMicroversion);
+  if (!r) co_return r.error();
+  if (r->status != 201 && r->status != 204)
+    co_return httpError("PUT /resource_classes/" + name, *r);
+  co_return core::Status{};
+}
+
+Task<core::Result<Usages>> ApiImpl::usages(const std::string& uuid) {
+  const std::string path = "/resource_providers/" + uuid + "/usages";
+  auto r = co_await call("GET", path, kReadMicroversion);
+  if (!r) co_return r.error();
+  if (r->status != 200) co_return httpError("GET " + path, *r);
+  co_return parseBody("GET " + path, r->body, [](const json& j) {
+    Usages out;
+    for (const auto& [rc, used] : j.at("usages").items()) out[rc] = used.get<std::int64_t>();
+    return out;
+  });
+}
+
+}  // namespace okna::placement

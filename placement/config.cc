@@ -1,0 +1,125 @@
+#include "placement/config.h"
+
+#include <cmath>
+
+#include "core/yaml_field.h"
+
+namespace okna::placement {
+
+using core::YamlField;
+
+namespace {
+
+std::string interfaceName(const YamlField& f) {
+  return f.asEnum({"public", "internal", "admin"});
+}
+
+AuthConfig parseAuth(const YamlField& f) {
+  f.expectKeys({"type", "authUrl", "username", "userId", "userDomainName", "userDomainId",
+                "passwordFile", "projectName", "projectId", "projectDomainName", "projectDomainId",
+                "systemScope", "applicationCredentialId", "applicationCredentialName",
+                "applicationCredentialSecretFile"});
+  AuthConfig a;
+  const auto str = [&](const char* key, std::string& out) {
+    if (auto v = f.get(key)) out = v->asString();
+  };
+  if (auto v = f.get("type")) a.type = v->asEnum({"password", "v3applicationcredential", "none"});
+  str("authUrl", a.authUrl);
+  str("username", a.username);
+  str("userId", a.userId);
+  str("userDomainName", a.userDomainName);
+  str("userDomainId", a.userDomainId);
+  str("passwordFile", a.passwordFile);
+  str("projectName", a.projectName);
+  str("projectId", a.projectId);
+  str("projectDomainName", a.projectDomainName);
+  str("projectDomainId", a.projectDomainId);
+  str("applicationCredentialId", a.applicationCredentialId);
+  str("applicationCredentialName", a.applicationCredentialName);
+  str("applicationCredentialSecretFile", a.applicationCredentialSecretFile);
+  if (auto v = f.get("systemScope")) a.systemScope = v->asEnum({"all"});
+  // Only the shape is checked here; whether the files can be read is checked when a token is
+  // requested, so a secret mounted a moment after start does not fail the config.
+  if (a.type == "password") {
+    if (a.authUrl.empty()) f.fail("authUrl is required for type password");
+    if (a.username.empty() && a.userId.empty())
+      f.fail("username or userId is required for type password");
+    if (a.passwordFile.empty()) f.fail("passwordFile is required for type password");
+  } else if (a.type == "v3applicationcredential") {
+    if (a.authUrl.empty()) f.fail("authUrl is required for type v3applicationcredential");
+    if (a.applicationCredentialId.empty() && a.applicationCredentialName.empty())
+      f.fail("applicationCredentialId or applicationCredentialName is required");
+    if (a.applicationCredentialSecretFile.empty())
+      f.fail("applicationCredentialSecretFile is required");
+  }
+  return a;
+}
+
+std::chrono::milliseconds seconds(const YamlField& f, double max) {
+  return std::chrono::milliseconds(std::llround(f.asDouble(0, max) * 1000.0));
+}
+
+}  // namespace
+
+PlacementConfig parsePlacementConfig(const YamlField& f) {
+  f.expectKeys({"enabled",
+                "cloud",
+                "cloudsFile",
+                "auth",
+                "regionName",
+                "interface",
+                "endpointOverride",
+                "cacert",
+                "verify",
+                "cpuAllocationRatio",
+                "ramAllocationRatio",
+                "debounceSeconds",
+                "reservedStep",
+                "perVmMemoryOverheadMb",
+                "hugepagesModel",
+                "stateFile",
+                "resyncSeconds",
+                "conflictRetries",
+                "backoff",
+                "requestTimeoutSeconds"});
+  PlacementConfig c;
+  if (auto v = f.get("enabled")) c.enabled = v->asBool();
+  if (auto v = f.get("cloud")) c.cloud = v->asString();
+  if (auto v = f.get("cloudsFile")) c.cloudsFile = v->asString();
+  if (auto v = f.get("auth")) c.auth = parseAuth(*v);
+  if (auto v = f.get("regionName")) c.regionName = v->asString();
+  if (auto v = f.get("interface")) c.interface = interfaceName(*v);
+  if (auto v = f.get("endpointOverride")) c.endpointOverride = v->asString();
+  if (auto v = f.get("cacert")) c.cacert = v->asString();
+  if (auto v = f.get("verify")) c.verify = v->asBool();
+  // Placement stores ratios as floats; 0 would make the class unusable, so 0 is refused here.
+  if (auto v = f.get("cpuAllocationRatio")) c.cpuAllocationRatio = v->asDouble(0.0001, 1000);
+  if (auto v = f.get("ramAllocationRatio")) c.ramAllocationRatio = v->asDouble(0.0001, 1000);
+  if (auto v = f.get("debounceSeconds")) c.debounce = seconds(*v, 3600);
+  if (auto s = f.get("reservedStep")) {
+    s->expectKeys({"vcpu", "memoryMb"});
+    if (auto v = s->get("vcpu")) c.reservedStep.vcpu = v->asInt(0, 1 << 20);
+    if (auto v = s->get("memoryMb")) c.reservedStep.memoryMb = v->asInt(0, std::int64_t{1} << 40);
+  }
+  if (auto v = f.get("perVmMemoryOverheadMb")) c.perVmMemoryOverheadMb = v->asInt(0, 1 << 20);
+  if (auto v = f.get("hugepagesModel"))
+    c.hugepagesModel = v->asEnum({"nested-trait", "custom-class"}) == "custom-class"
+                           ? HugepagesModel::CustomClass
+                           : HugepagesModel::NestedTrait;
+  if (auto v = f.get("stateFile")) c.stateFile = v->asString();
+  if (auto v = f.get("resyncSeconds")) c.resyncInterval = std::chrono::seconds(v->asInt(0, 86400));
+  if (auto v = f.get("conflictRetries")) c.conflictRetries = static_cast<int>(v->asInt(0, 100));
+  if (auto b = f.get("backoff")) {
+    b->expectKeys({"initialMs", "maxMs"});
+    if (auto v = b->get("initialMs"))
+      c.backoff.initial = std::chrono::milliseconds(v->asInt(1, 600000));
+    if (auto v = b->get("maxMs")) c.backoff.max = std::chrono::milliseconds(v->asInt(1, 3600000));
+    if (c.backoff.max < c.backoff.initial) b->fail("maxMs must be >= initialMs");
+  }
+  if (auto v = f.get("requestTimeoutSeconds")) c.requestTimeout = seconds(*v, 600);
+  if (c.auth.type == "none" && c.endpointOverride.empty() && c.cloud.empty())
+    f.fail("auth.type none needs endpointOverride (there is no catalog without Keystone)");
+  return c;
+}
+
+}  // namespace okna::placement

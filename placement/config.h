@@ -1,0 +1,103 @@
+#pragma once
+// The `placement:` section of the agent's configuration. Every key is documented in
+// placement/README.md; the defaults below are the ones an operator gets without the section.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/backoff.h"
+
+namespace okna::core {
+class YamlField;
+}
+
+namespace okna::placement {
+
+/** Inline Keystone credentials (the alternative to a clouds.yaml). Secrets live in files. */
+struct AuthConfig {
+  // "password", "v3applicationcredential", or "none" (no Keystone: an explicit endpoint and the
+  // noauth2 token "admin"; for development and tests only).
+  std::string type = "password";
+  // Keystone's identity URL; "/v3" is appended when missing.
+  std::string authUrl;
+  std::string username;
+  std::string userId;
+  std::string userDomainName = "Default";
+  std::string userDomainId;
+  // The password, read from passwordFile (inline config) or given by clouds.yaml. Never logged.
+  std::string passwordFile;
+  std::string password;
+  std::string projectName;
+  std::string projectId;
+  std::string projectDomainName = "Default";
+  std::string projectDomainId;
+  // "all" for a system-scoped token; empty for a project-scoped one.
+  std::string systemScope;
+  std::string applicationCredentialId;
+  std::string applicationCredentialName;
+  std::string applicationCredentialSecretFile;
+  std::string applicationCredentialSecret;
+};
+
+enum class HugepagesModel {
+  // One nested provider per page size, inventory MEMORY_MB, trait CUSTOM_HUGEPAGES_<size> (seed).
+  NestedTrait,
+  // One custom resource class per page size on the root, counted in pages (CUSTOM_HUGEPAGES_1G).
+  CustomClass,
+};
+
+struct ReservedStep {
+  // A new VCPU reservation is sent only when it moved by at least this many CPUs.
+  std::int64_t vcpu = 1;
+  // Likewise for MEMORY_MB, in MiB.
+  std::int64_t memoryMb = 256;
+};
+
+struct PlacementConfig {
+  // The agent manages the node's provider while the node has the compute role; false: never.
+  bool enabled = true;
+  // clouds.yaml cloud name (--os-cloud / $OS_CLOUD when empty); when a cloud is found the
+  // clouds.yaml settings win over `auth`.
+  std::string cloud;
+  // Explicit clouds.yaml path; empty = $OS_CLIENT_CONFIG_FILE, ./clouds.yaml,
+  // ~/.config/openstack/clouds.yaml, /etc/openstack/clouds.yaml.
+  std::string cloudsFile;
+  AuthConfig auth;
+  // Catalog filters: region (empty = any) and interface (public, internal, admin).
+  std::string regionName;
+  std::string interface = "public";
+  // Placement's base URL, bypassing the catalog.
+  std::string endpointOverride;
+  // PEM CA bundle for Keystone and Placement; verify=false skips TLS checks (logged).
+  std::string cacert;
+  bool verify = true;
+  // VCPU and MEMORY_MB allocation ratios (see README for the choice).
+  double cpuAllocationRatio = 4.0;
+  double ramAllocationRatio = 1.0;
+  // Pod changes are coalesced for this long before a new `reserved` is computed and sent.
+  std::chrono::milliseconds debounce{30000};
+  ReservedStep reservedStep;
+  // Memory KubeVirt's virt-launcher uses on top of the guest RAM Nova allocates (MiB per VM).
+  std::int64_t perVmMemoryOverheadMb = 256;
+  HugepagesModel hugepagesModel = HugepagesModel::NestedTrait;
+  // Remembers which traits the agent added (per provider uuid) across restarts; a hostPath.
+  // Empty: remembered in memory only.
+  std::string stateFile = "/var/lib/openkeel-node-agent/placement-state.json";
+  // A full re-read of the provider tree this often (repairs changes made behind our back);
+  // 0 = only after errors and restarts.
+  std::chrono::seconds resyncInterval{300};
+  // Bounded retries of one write after a 409 placement.concurrent_update.
+  int conflictRetries = 5;
+  // Retry delays while Placement or Keystone is down or answers 5xx.
+  core::BackoffConfig backoff{std::chrono::milliseconds(1000), std::chrono::milliseconds(60000),
+                              2.0, 0.5};
+  // Per-request timeout.
+  std::chrono::milliseconds requestTimeout{30000};
+};
+
+/** Parses the `placement:` section; throws core::ConfigError naming the field. */
+PlacementConfig parsePlacementConfig(const core::YamlField& section);
+
+}  // namespace okna::placement

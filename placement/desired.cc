@@ -1,0 +1,278 @@
+#include "placement/desired.h"
+
+#include <openssl/sha.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+
+#include "k8s/quantity.h"
+
+namespace okna::placement {
+
+namespace {
+
+constexpr std::int64_t kMiB = 1024 * 1024;
+constexpr std::int64_t kGiB = 1024 * kMiB;
+
+// KubeVirt's cpu-feature names that os-traits spells differently, as in Nova's libvirt driver
+// (nova/virt/libvirt/utils.py CPU_TRAITS_MAPPING). Everything else is upper-cased with '.'/'-'
+// removed.
+const std::map<std::string, std::string>& cpuFeatureAliases() {
+  static const std::map<std::string, std::string> aliases{
+      {"aes", "AESNI"},
+      {"bmi1", "BMI"},
+      {"fma", "FMA3"},
+      {"pclmuldq", "CLMUL"},
+      {"pclmulqdq", "CLMUL"},
+      {"sha-ni", "SHA"},
+      {"sha", "SHA"},
+      {"pcid", "INTEL_PCID"},
+      {"md-clear", "INTEL_MD_CLEAR"},
+      {"spec-ctrl", "INTEL_SPEC_CTRL"},
+      {"ssbd", "INTEL_SSBD"},
+      {"ibpb", "AMD_IBPB"},
+      {"amd-ssbd", "AMD_SSBD"},
+      {"virt-ssbd", "AMD_VIRT_SSBD"},
+      {"amd-no-ssb", "AMD_NO_SSB"},
+      {"sev", "AMD_SEV"},
+  };
+  return aliases;
+}
+
+std::string upper(std::string s, bool dropPunct, char replacement) {
+  std::string out;
+  for (char c : s) {
+    if (c == '.' || c == '-') {
+      if (!dropPunct) out += replacement;
+      continue;
+    }
+    out += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+// A node annotation read as a ratio; a bad value is reported and the config value kept.
+double ratioFrom(const k8s::NodeInfo& node, const char* annotation, double fallback,
+                 std::vector<std::string>& warnings) {
+  auto it = node.annotations.find(annotation);
+  if (it == node.annotations.end()) return fallback;
+  char* end = nullptr;
+  const double v = std::strtod(it->second.c_str(), &end);
+  if (it->second.empty() || end != it->second.c_str() + it->second.size() ||
+      !(v > 0 && v <= 1000)) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", fallback);
+    warnings.push_back("annotation " + std::string(annotation) + "=\"" + it->second +
+                       "\" is not a number in (0, 1000]; using " + buf);
+    return fallback;
+  }
+  return v;
+}
+
+std::int64_t allocatable(const k8s::NodeInfo& node, const std::string& key, std::int64_t divisor,
+                         std::vector<std::string>& warnings) {
+  auto it = node.allocatable.find(key);
+  if (it == node.allocatable.end()) return 0;
+  auto q = k8s::Quantity::parse(it->second);
+  if (!q || q->negative()) {
+    warnings.push_back("node allocatable." + key + ": " + (q ? "negative" : q.error().message) +
+                       "; offering none");
+    return 0;
+  }
+  // Whole units only, rounded down: Placement must never offer more than the node has.
+  return q->floorScaled(1) / divisor;
+}
+
+Inventory inventory(std::int64_t total, std::int64_t reserved, double ratio) {
+  return Inventory{total, reserved, 1, total, 1, ratio};
+}
+
+// "1G" for 1 GiB pages, "2M" for 2 MiB ones: the suffix of the trait and custom class names.
+std::string pageSizeTag(std::int64_t bytes) {
+  if (bytes % kGiB == 0) return std::to_string(bytes / kGiB) + "G";
+  if (bytes % kMiB == 0) return std::to_string(bytes / kMiB) + "M";
+  return std::to_string(bytes / 1024) + "K";
+}
+
+std::int64_t ceilDiv(std::int64_t a, std::int64_t b) {
+  return a <= 0 ? 0 : (a + b - 1) / b;
+}
+
+}  // namespace
+
+std::string cpuFeatureTrait(const std::string& feature) {
+  auto it = cpuFeatureAliases().find(feature);
+  if (it != cpuFeatureAliases().end()) return "HW_CPU_X86_" + it->second;
+  return "HW_CPU_X86_" + upper(feature, true, '_');
+}
+
+bool isTraitNameShape(const std::string& name) {
+  if (name.empty() || name.size() > 255) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+bool isCustomTraitName(const std::string& name) {
+  return name.size() > 7 && name.starts_with("CUSTOM_") && isTraitNameShape(name);
+}
+
+std::string uuid5(const std::string& name) {
+  // RFC 4122 name-based UUID (SHA-1) in a fixed namespace owned by OpenKeel.
+  static constexpr std::array<unsigned char, 16> kNamespace{0x6f, 0x6b, 0x6e, 0x61, 0x2d, 0x70,
+                                                            0x4c, 0x41, 0x83, 0x45, 0x6d, 0x65,
+                                                            0x6e, 0x74, 0x00, 0x01};
+  std::string input(reinterpret_cast<const char*>(kNamespace.data()), kNamespace.size());
+  input += name;
+  unsigned char digest[SHA_DIGEST_LENGTH];
+  SHA1(reinterpret_cast<const unsigned char*>(input.data()), input.size(), digest);
+  digest[6] = static_cast<unsigned char>((digest[6] & 0x0f) | 0x50);
+  digest[8] = static_cast<unsigned char>((digest[8] & 0x3f) | 0x80);
+  char out[37];
+  std::snprintf(
+      out, sizeof out, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+      digest[0], digest[1], digest[2], digest[3], digest[4], digest[5], digest[6], digest[7],
+      digest[8], digest[9], digest[10], digest[11], digest[12], digest[13], digest[14], digest[15]);
+  return out;
+}
+
+DesiredProviderTree planPlacement(const PlacementConfig& config, const k8s::NodeInfo& node,
+                                  const std::vector<k8s::PodInfo>& pods) {
+  DesiredProviderTree t;
+  auto& w = t.warnings;
+  t.root.name = node.name;
+  t.root.uuid = node.uid;
+
+  // Requests of the pods that are not VMs; VMs are Nova's allocations, only their overhead is ours.
+  for (const auto& pod : pods) {
+    if (!pod.nodeName.empty() && pod.nodeName != node.name) continue;
+    if (!podHoldsResources(pod)) continue;
+    if (isVirtLauncher(pod)) {
+      ++t.vmPods;
+      continue;
+    }
+    const PodRequests r = podRequests(pod, &w);
+    t.nonVmRequests.cpuMillis += r.cpuMillis;
+    t.nonVmRequests.memoryBytes += r.memoryBytes;
+    t.nonVmPods.push_back({pod.namespace_ + "/" + pod.name, r});
+  }
+  std::stable_sort(t.nonVmPods.begin(), t.nonVmPods.end(), [](const PodLoad& a, const PodLoad& b) {
+    return a.requests.cpuMillis > b.requests.cpuMillis;
+  });
+
+  const double cpuRatio = ratioFrom(node, kCpuRatioAnnotation, config.cpuAllocationRatio, w);
+  const double ramRatio = ratioFrom(node, kRamRatioAnnotation, config.ramAllocationRatio, w);
+  const std::int64_t cpus = allocatable(node, "cpu", 1, w);
+  std::int64_t pcpus = 0;
+  if (auto it = node.annotations.find(kDedicatedCpusAnnotation); it != node.annotations.end()) {
+    char* end = nullptr;
+    const long long v = std::strtoll(it->second.c_str(), &end, 10);
+    if (it->second.empty() || *end != '\0' || v < 0) {
+      w.push_back("annotation " + std::string(kDedicatedCpusAnnotation) + "=\"" + it->second +
+                  "\" is not a non-negative integer; no PCPU offered");
+    } else if (v > cpus) {
+      w.push_back("annotation " + std::string(kDedicatedCpusAnnotation) + "=" + it->second +
+                  " exceeds the node's allocatable CPUs (" + std::to_string(cpus) + "); using " +
+                  std::to_string(cpus));
+      pcpus = cpus;
+    } else {
+      pcpus = v;
+    }
+  }
+  const auto clamp = [&](const char* rc, std::int64_t reserved, std::int64_t total) {
+    if (reserved <= total) return reserved;
+    w.push_back(std::string(rc) + " reserved " + std::to_string(reserved) + " exceeds total " +
+                std::to_string(total) +
+                "; clamped to the total (the node has no room left for VMs)");
+    return total;
+  };
+  // Placement refuses total 0, so a class with nothing to offer is left out entirely.
+  const std::int64_t vcpus = cpus - pcpus;
+  if (vcpus >= 1)
+    t.root.inventories["VCPU"] =
+        inventory(vcpus, clamp("VCPU", ceilDiv(t.nonVmRequests.cpuMillis, 1000), vcpus), cpuRatio);
+  if (pcpus >= 1) t.root.inventories["PCPU"] = inventory(pcpus, 0, 1.0);
+  // The kubelet already took pre-allocated hugepages out of allocatable.memory: no second cut.
+  const std::int64_t memMb = allocatable(node, "memory", kMiB, w);
+  const std::int64_t memReserved =
+      ceilDiv(t.nonVmRequests.memoryBytes, kMiB) + config.perVmMemoryOverheadMb * t.vmPods;
+  if (memMb >= 1)
+    t.root.inventories["MEMORY_MB"] =
+        inventory(memMb, clamp("MEMORY_MB", memReserved, memMb), ramRatio);
+
+  for (const auto& [key, value] : node.allocatable) {
+    if (!key.starts_with("hugepages-")) continue;
+    auto size = k8s::Quantity::parse(key.substr(10));
+    if (!size || size->floorScaled(1) <= 0) {
+      w.push_back("node allocatable." + key + ": unknown page size; ignored");
+      continue;
+    }
+    const std::int64_t pageBytes = size->floorScaled(1);
+    const std::int64_t bytes = allocatable(node, key, 1, w);
+    const std::string tag = pageSizeTag(pageBytes);
+    if (config.hugepagesModel == HugepagesModel::CustomClass) {
+      const std::int64_t pages = bytes / pageBytes;
+      if (pages >= 1) t.root.inventories["CUSTOM_HUGEPAGES_" + tag] = inventory(pages, 0, 1.0);
+      continue;
+    }
+    const std::int64_t mb = bytes / kMiB;
+    if (mb < 1) continue;
+    DesiredProvider child;
+    child.name = node.name + ":" + key;
+    child.uuid = uuid5(node.uid + "/" + key);
+    child.inventories["MEMORY_MB"] = inventory(mb, 0, 1.0);
+    child.traits.insert("CUSTOM_HUGEPAGES_" + tag);
+    t.nested.push_back(std::move(child));
+  }
+
+  for (const auto& [key, value] : node.labels) {
+    if (key.starts_with(kCpuFeatureLabelPrefix)) {
+      if (value != "true") continue;
+      const std::string feature = key.substr(std::string(kCpuFeatureLabelPrefix).size());
+      const std::string trait = cpuFeatureTrait(feature);
+      t.root.traits.insert(trait);
+      // os-traits sometimes keeps the separator as '_' (HW_CPU_X86_AMD_SEV style).
+      const std::string alt = "HW_CPU_X86_" + upper(feature, false, '_');
+      if (alt != trait) t.traitAlternatives[trait] = alt;
+    } else if (key.starts_with(kTraitLabelPrefix)) {
+      const std::string trait = key.substr(std::string(kTraitLabelPrefix).size());
+      if (isTraitNameShape(trait) && (!trait.starts_with("CUSTOM_") || isCustomTraitName(trait))) {
+        t.root.traits.insert(trait);
+      } else {
+        w.push_back("label " + key + ": \"" + trait +
+                    "\" is not a trait name (a standard trait or CUSTOM_[A-Z0-9_]+); ignored");
+      }
+    }
+  }
+  if (node.unschedulable) t.root.traits.insert(kDisabledTrait);
+  if (t.root.uuid.empty())
+    w.push_back("node " + node.name + " has no metadata.uid; no provider can be registered");
+  return t;
+}
+
+nlohmann::json inventoriesToJson(const Inventories& inventories) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [rc, inv] : inventories)
+    out[rc] = {{"total", inv.total},        {"reserved", inv.reserved},
+               {"min_unit", inv.minUnit},   {"max_unit", inv.maxUnit},
+               {"step_size", inv.stepSize}, {"allocation_ratio", inv.allocationRatio}};
+  return out;
+}
+
+nlohmann::json toDryRunJson(const DesiredProviderTree& tree) {
+  nlohmann::json out;
+  out["provider"] = {{"name", tree.root.name}, {"uuid", tree.root.uuid}};
+  out["inventories"] = inventoriesToJson(tree.root.inventories);
+  out["nested"] = nlohmann::json::array();
+  for (const auto& child : tree.nested)
+    out["nested"].push_back({{"name", child.name},
+                             {"inventories", inventoriesToJson(child.inventories)},
+                             {"traits", child.traits}});
+  out["traits"] = tree.root.traits;  // std::set: sorted
+  return out;
+}
+
+}  // namespace okna::placement

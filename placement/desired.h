@@ -1,0 +1,69 @@
+#pragma once
+// The pure Placement planner: from the Node, its Pods and the config to the provider tree the
+// node should have in Placement. No I/O, no clock; the reconciler and --dry-run share it.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "k8s/objects.h"
+#include "placement/config.h"
+#include "placement/pod_requests.h"
+#include "placement/types.h"
+
+namespace okna::placement {
+
+// Node annotations the planner reads (documented in placement/README.md).
+inline constexpr const char* kDedicatedCpusAnnotation = "placement.openkeel.io/dedicated-cpus";
+inline constexpr const char* kCpuRatioAnnotation = "placement.openkeel.io/cpu-allocation-ratio";
+inline constexpr const char* kRamRatioAnnotation = "placement.openkeel.io/ram-allocation-ratio";
+inline constexpr const char* kCpuFeatureLabelPrefix = "cpu-feature.node.kubevirt.io/";
+inline constexpr const char* kTraitLabelPrefix = "trait.openkeel.io/";
+inline constexpr const char* kDisabledTrait = "COMPUTE_STATUS_DISABLED";
+
+struct DesiredProvider {
+  std::string name;
+  std::string uuid;
+  Inventories inventories;
+  // The traits the agent wants on the provider (before the check against the server's list).
+  Traits traits;
+};
+
+/** A non-VM pod and its effective requests (for the over-commit warning). */
+struct PodLoad {
+  std::string pod;  // namespace/name
+  PodRequests requests;
+};
+
+struct DesiredProviderTree {
+  DesiredProvider root;
+  // Hugepage providers (nested-trait model), children of the root.
+  std::vector<DesiredProvider> nested;
+  // cpu-feature trait -> the other os-traits spelling, tried when the first is unknown.
+  std::map<std::string, std::string> traitAlternatives;
+  // Non-VM pods holding resources, largest CPU request first.
+  std::vector<PodLoad> nonVmPods;
+  int vmPods = 0;
+  // Unclamped reservations (for metrics and the clamp warning).
+  PodRequests nonVmRequests;
+  std::vector<std::string> warnings;
+};
+
+DesiredProviderTree planPlacement(const PlacementConfig& config, const k8s::NodeInfo& node,
+                                  const std::vector<k8s::PodInfo>& pods);
+
+/** {"provider": {"name", "uuid"}, "inventories": {...}, "nested": [...], "traits": [...]}. */
+nlohmann::json toDryRunJson(const DesiredProviderTree& tree);
+nlohmann::json inventoriesToJson(const Inventories& inventories);
+
+/** The os-traits name of a KubeVirt cpu-feature label ("sse4.2" -> "HW_CPU_X86_SSE42"). */
+std::string cpuFeatureTrait(const std::string& feature);
+/** CUSTOM_[A-Z0-9_]+ (at most 255 characters). */
+bool isCustomTraitName(const std::string& name);
+/** [A-Z0-9_]+: the shape of any trait name, standard or custom. */
+bool isTraitNameShape(const std::string& name);
+/** Name-based (v5) UUID of `name` in the OpenKeel namespace: stable ids for nested providers. */
+std::string uuid5(const std::string& name);
+
+}  // namespace okna::placement

@@ -1,0 +1,195 @@
+#include "placement/keystone.h"
+
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "core/logging.h"
+
+namespace okna::placement {
+
+using nlohmann::json;
+
+namespace {
+
+std::string withV3(std::string url) {
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  if (!url.ends_with("/v3")) url += "/v3";
+  return url;
+}
+
+std::optional<std::time_t> parseTime(const std::string& s) {
+  std::tm tm{};
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0;
+  if (std::sscanf(s.c_str(), "%d-%d-%dT%d:%d:%d", &y, &mo, &d, &h, &mi, &sec) != 6)
+    return std::nullopt;
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = sec;
+  return timegm(&tm);
+}
+
+json domain(const std::string& name, const std::string& id) {
+  return id.empty() ? json{{"name", name}} : json{{"id", id}};
+}
+
+}  // namespace
+
+std::optional<std::int64_t> secondsBetween(const std::string& from, const std::string& to) {
+  auto a = parseTime(from);
+  auto b = parseTime(to);
+  if (!a || !b) return std::nullopt;
+  return static_cast<std::int64_t>(*b - *a);
+}
+
+Task<core::Result<Session>> StaticAuth::session(bool) {
+  std::string url = auth_.endpointOverride;
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  co_return Session{url, "admin"};
+}
+
+KeystoneAuth::KeystoneAuth(core::HttpClient& http, ResolvedAuth auth,
+                           std::chrono::milliseconds timeout)
+    : http_(http), auth_(std::move(auth)), timeout_(timeout) {}
+
+KeystoneAuth::~KeystoneAuth() {
+  if (inFlight_) inFlight_->cancel();
+}
+
+Task<core::Result<Session>> KeystoneAuth::session(bool renew) {
+  if (renew) session_.reset();
+  if (session_ && Clock::now() < renewAt_) co_return *session_;
+  co_return co_await fetch();
+}
+
+core::Result<std::string> KeystoneAuth::requestBody() const {
+  const AuthConfig& a = auth_.auth;
+  json identity;
+  json body;
+  if (a.type == "v3applicationcredential") {
+    std::string secret = a.applicationCredentialSecret;
+    if (secret.empty()) {
+      auto s =
+          readSecretFile(a.applicationCredentialSecretFile, "application credential secret file");
+      if (!s) return s.error();
+      secret = std::move(*s);
+    }
+    json cred{{"secret", secret}};
+    if (!a.applicationCredentialId.empty()) {
+      cred["id"] = a.applicationCredentialId;
+    } else {
+      cred["name"] = a.applicationCredentialName;
+      cred["user"] = a.userId.empty() ? json{{"name", a.username},
+                                             {"domain", domain(a.userDomainName, a.userDomainId)}}
+                                      : json{{"id", a.userId}};
+    }
+    identity = {{"methods", {"application_credential"}}, {"application_credential", cred}};
+    // An application credential carries its own scope: none may be given.
+    body = {{"auth", {{"identity", identity}}}};
+  } else {
+    std::string password = a.password;
+    if (password.empty()) {
+      auto p = readSecretFile(a.passwordFile, "password file");
+      if (!p) return p.error();
+      password = std::move(*p);
+    }
+    json user = a.userId.empty() ? json{{"name", a.username},
+                                        {"domain", domain(a.userDomainName, a.userDomainId)}}
+                                 : json{{"id", a.userId}};
+    user["password"] = password;
+    identity = {{"methods", {"password"}}, {"password", {{"user", user}}}};
+    body = {{"auth", {{"identity", identity}}}};
+    if (a.systemScope == "all") {
+      body["auth"]["scope"] = {{"system", {{"all", true}}}};
+    } else if (!a.projectId.empty()) {
+      body["auth"]["scope"] = {{"project", {{"id", a.projectId}}}};
+    } else if (!a.projectName.empty()) {
+      body["auth"]["scope"] = {
+          {"project",
+           {{"name", a.projectName}, {"domain", domain(a.projectDomainName, a.projectDomainId)}}}};
+    }
+  }
+  return body.dump();
+}
+
+Task<core::Result<Session>> KeystoneAuth::fetch() {
+  auto body = requestBody();
+  if (!body) co_return body.error();
+  core::HttpRequest req;
+  req.method = "POST";
+  req.url = withV3(auth_.auth.authUrl) + "/auth/tokens";
+  req.headers = {{"Content-Type", "application/json"}, {"Accept", "application/json"}};
+  req.body = std::move(*body);
+  req.tls = auth_.tls;
+  req.totalTimeout = timeout_;
+  ++tokenRequests_;
+  const auto sentAt = Clock::now();
+  auto resp = co_await send(http_, std::move(req), &inFlight_);
+  inFlight_.reset();
+  const std::string who = "keystone " + withV3(auth_.auth.authUrl) + " (" + auth_.source + ")";
+  if (!resp) co_return core::makeError(who + ": " + resp.error().message, resp.error().code);
+  if (resp->status != 201) {
+    // Keystone's error bodies name the problem, never the secret.
+    std::string detail;
+    auto j = json::parse(resp->body, nullptr, false);
+    if (j.is_object() && j.contains("error") && j["error"].is_object())
+      detail = ": " + j["error"].value("message", std::string());
+    co_return core::makeError(
+        who + ": token request failed: HTTP " + std::to_string(resp->status) + detail,
+        static_cast<int>(resp->status));
+  }
+  auto token = resp->headers.find("x-subject-token");
+  auto j = json::parse(resp->body, nullptr, false);
+  if (token == resp->headers.end() || !j.is_object() || !j.contains("token") ||
+      !j["token"].is_object())
+    co_return core::makeError(who + ": token response without X-Subject-Token or token body", 502);
+  const json& t = j["token"];
+  Session s;
+  s.token = token->second;
+  if (!auth_.endpointOverride.empty()) {
+    s.endpoint = auth_.endpointOverride;
+  } else {
+    const json catalog = t.value("catalog", json::array());
+    for (const auto& service : catalog) {
+      if (!service.is_object() || service.value("type", "") != "placement") continue;
+      for (const auto& ep : service.value("endpoints", json::array())) {
+        if (!ep.is_object() || ep.value("interface", "") != auth_.interface) continue;
+        const std::string region = ep.value("region_id", ep.value("region", ""));
+        if (!auth_.regionName.empty() && region != auth_.regionName) continue;
+        s.endpoint = ep.value("url", "");
+        break;
+      }
+      if (!s.endpoint.empty()) break;
+    }
+    if (s.endpoint.empty())
+      co_return core::makeError(
+          who + ": no placement endpoint with interface " + auth_.interface +
+              (auth_.regionName.empty() ? "" : " in region " + auth_.regionName) +
+              " in the token's catalog (or set placement.endpointOverride)",
+          404);
+  }
+  while (!s.endpoint.empty() && s.endpoint.back() == '/') s.endpoint.pop_back();
+  // Renew from the token's own lifetime (both ends are Keystone's clock, so local clock skew does
+  // not matter), measured from when the request left: a margin of a tenth, at most 5 minutes.
+  const auto lifetime =
+      secondsBetween(t.value("issued_at", ""), t.value("expires_at", "")).value_or(3600);
+  const std::int64_t margin = std::min<std::int64_t>(300, std::max<std::int64_t>(1, lifetime / 10));
+  renewAt_ = sentAt + std::chrono::seconds(std::max<std::int64_t>(0, lifetime - margin));
+  session_ = s;
+  core::logger("placement")
+      ->info(
+          "keystone: got a token ({} s lifetime, renewed {} s before expiry) from {}; "
+          "placement at {}",
+          lifetime, margin, who, s.endpoint);
+  co_return s;
+}
+
+std::unique_ptr<Authenticator> makeAuthenticator(core::HttpClient& http, ResolvedAuth auth,
+                                                 std::chrono::milliseconds timeout) {
+  if (auth.auth.type == "none") return std::make_unique<StaticAuth>(std::move(auth));
+  return std::make_unique<KeystoneAuth>(http, std::move(auth), timeout);
+}
+
+}  // namespace okna::placement

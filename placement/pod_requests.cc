@@ -1,0 +1,75 @@
+#include "placement/pod_requests.h"
+
+#include <algorithm>
+
+#include "k8s/quantity.h"
+
+namespace okna::placement {
+
+namespace {
+
+std::int64_t quantity(const k8s::StringMap& m, const std::string& key, std::int64_t scale,
+                      const std::string& what, std::vector<std::string>* warnings) {
+  auto it = m.find(key);
+  if (it == m.end()) return 0;
+  auto q = k8s::Quantity::parse(it->second);
+  if (!q || q->negative()) {
+    if (warnings != nullptr)
+      warnings->push_back(what + ": " + key + ": " + (q ? "negative quantity" : q.error().message) +
+                          "; counted as 0");
+    return 0;
+  }
+  // Rounded up: a request of 1.5 bytes or 0.1 millicores still takes a unit.
+  return q->ceilScaled(scale);
+}
+
+PodRequests requestsOf(const k8s::StringMap& m, const std::string& what,
+                       std::vector<std::string>* warnings) {
+  return {quantity(m, "cpu", 1000, what, warnings), quantity(m, "memory", 1, what, warnings)};
+}
+
+PodRequests operator+(PodRequests a, const PodRequests& b) {
+  a.cpuMillis += b.cpuMillis;
+  a.memoryBytes += b.memoryBytes;
+  return a;
+}
+
+PodRequests max(const PodRequests& a, const PodRequests& b) {
+  return {std::max(a.cpuMillis, b.cpuMillis), std::max(a.memoryBytes, b.memoryBytes)};
+}
+
+}  // namespace
+
+PodRequests podRequests(const k8s::PodInfo& pod, std::vector<std::string>* warnings) {
+  const std::string where = "pod " + pod.namespace_ + "/" + pod.name;
+  PodRequests apps;
+  for (const auto& c : pod.containers)
+    apps = apps + requestsOf(c.requests, where + " container " + c.name, warnings);
+  // Init containers run in order. A sidecar (restartPolicy Always) keeps running next to what
+  // follows, so it adds to the app containers and to every later init container; an ordinary
+  // init container only needs its own requests plus the sidecars already started.
+  PodRequests sidecars;
+  PodRequests initPeak;
+  for (const auto& c : pod.initContainers) {
+    const PodRequests r = requestsOf(c.requests, where + " init container " + c.name, warnings);
+    if (c.restartPolicy == "Always") {
+      apps = apps + r;
+      sidecars = sidecars + r;
+      initPeak = max(initPeak, sidecars);
+    } else {
+      initPeak = max(initPeak, r + sidecars);
+    }
+  }
+  return max(apps, initPeak) + requestsOf(pod.overhead, where + " overhead", warnings);
+}
+
+bool podHoldsResources(const k8s::PodInfo& pod) {
+  return pod.phase != "Succeeded" && pod.phase != "Failed";
+}
+
+bool isVirtLauncher(const k8s::PodInfo& pod) {
+  auto it = pod.labels.find("kubevirt.io");
+  return it != pod.labels.end() && it->second == "virt-launcher";
+}
+
+}  // namespace okna::placement

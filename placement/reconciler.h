@@ -1,0 +1,106 @@
+#pragma once
+// Keeps the node's resource provider in Placement current: owns the triggers (Node and Pod
+// changes from the agent, a periodic resync), the debounce of pod-driven reservations, retries
+// with backoff while Placement or Keystone is down, readiness ("placement") and metrics. The
+// planner (desired.h) decides what; the Syncer (sync.h) applies it. One event-loop thread.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "core/backoff.h"
+#include "core/health.h"
+#include "core/http_client.h"
+#include "core/metrics.h"
+#include "placement/config.h"
+#include "placement/desired.h"
+#include "placement/sync.h"
+
+namespace okna::placement {
+
+class Authenticator;
+
+class Reconciler {
+ public:
+  /** Production: credentials from config (clouds.yaml or inline), HTTP through `http`. */
+  Reconciler(boost::asio::io_context& io, core::HttpClient& http, PlacementConfig config,
+             core::MetricsRegistry& metrics, core::HealthRegistry& health);
+  /** Tests: an Api of the caller's (a fake Placement). */
+  Reconciler(boost::asio::io_context& io, Api& api, PlacementConfig config,
+             core::MetricsRegistry& metrics, core::HealthRegistry& health);
+  ~Reconciler();
+  Reconciler(const Reconciler&) = delete;
+  Reconciler& operator=(const Reconciler&) = delete;
+
+  /**
+   * The node and its pods changed (call after every change; bursts are cheap). Nothing is sent
+   * before the pods have synced: a reservation computed from half the pods would be too small.
+   */
+  void update(const k8s::NodeInfo& node, const std::vector<k8s::PodInfo>& pods, bool podsSynced);
+  /** The compute role appeared (true) or went away (false: stop pushing; the provider stays). */
+  void setActive(bool computeRole);
+  /** Stops pushing for good; the provider is left as it is. */
+  void stop();
+
+  // Introspection (tests, bench, admin).
+  bool active() const { return active_; }
+  /** The tree of the last successful pass. */
+  const std::optional<DesiredProviderTree>& lastPushed() const { return lastPushed_; }
+  unsigned successfulPasses() const { return okPasses_; }
+  unsigned failedPasses() const { return failedPasses_; }
+  const SyncCounters& counters() const;
+  /** True while a pass is pending or running. */
+  bool busy() const { return pending_ || running_; }
+
+ private:
+  Reconciler(boost::asio::io_context& io, PlacementConfig config, core::MetricsRegistry& metrics,
+             core::HealthRegistry& health);
+  void start();
+  void trigger(std::chrono::milliseconds delay);
+  Task<void> run(std::shared_ptr<bool> alive);
+  /** `desired` with reservations that moved less than the step held at the last sent value. */
+  DesiredProviderTree applyStep(const DesiredProviderTree& desired);
+  void afterPass(const core::Status& status, const DesiredProviderTree& sent);
+  void scheduleResync();
+
+  boost::asio::io_context& io_;
+  PlacementConfig config_;
+  core::MetricsRegistry& metrics_;
+  core::HealthRegistry& health_;
+  // Production wiring (empty in tests).
+  std::unique_ptr<Authenticator> auth_;
+  std::unique_ptr<Api> ownedApi_;
+  Api* api_ = nullptr;
+  OwnedTraitsStore owned_;
+  // Made once the Api is known (absent when the credentials could not be resolved).
+  std::unique_ptr<Syncer> syncer_;
+  // Set when credentials could not be resolved: never active.
+  std::optional<core::Error> configError_;
+
+  bool enabled_ = true;
+  bool active_ = false;
+  bool stopped_ = false;
+  std::optional<DesiredProviderTree> desired_;
+  std::optional<DesiredProviderTree> lastPushed_;
+  std::vector<std::string> lastWarnings_;
+  std::string lastError_;
+
+  // The worker: one coroutine, woken through `wake_`; `pending_` + `due_` say when to run.
+  boost::asio::steady_timer wake_;
+  boost::asio::steady_timer resync_;
+  bool loopRunning_ = false;
+  bool pending_ = false;
+  bool running_ = false;
+  std::chrono::steady_clock::time_point due_{};
+  // No pass before this (backoff after a failure).
+  std::chrono::steady_clock::time_point notBefore_{};
+  core::Backoff backoff_;
+  unsigned okPasses_ = 0;
+  unsigned failedPasses_ = 0;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace okna::placement

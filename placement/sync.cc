@@ -1,0 +1,313 @@
+#include "placement/sync.h"
+
+#include <cmath>
+
+#include "core/logging.h"
+
+namespace okna::placement {
+
+namespace {
+
+auto log() {
+  return core::logger("placement");
+}
+
+// The classes the agent owns on the root; anything else there (set by another tool) is kept.
+bool managedOnRoot(const std::string& rc) {
+  return rc == "VCPU" || rc == "PCPU" || rc == "MEMORY_MB" || rc.starts_with("CUSTOM_HUGEPAGES_");
+}
+
+// A child the agent made: named "<node>:hugepages-<size>" with the uuid derived from both.
+bool isOurChild(const Provider& p, const std::string& rootName, const std::string& rootUuid) {
+  const std::string prefix = rootName + ":hugepages-";
+  return p.parentUuid == rootUuid && p.name.starts_with(prefix) &&
+         p.uuid == uuid5(rootUuid + "/" + p.name.substr(rootName.size() + 1));
+}
+
+}  // namespace
+
+bool sameInventories(const Inventories& a, const Inventories& b) {
+  if (a.size() != b.size()) return false;
+  for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib) {
+    const Inventory& x = ia->second;
+    const Inventory& y = ib->second;
+    if (ia->first != ib->first || x.total != y.total || x.reserved != y.reserved ||
+        x.minUnit != y.minUnit || x.maxUnit != y.maxUnit || x.stepSize != y.stepSize)
+      return false;
+    if (std::fabs(x.allocationRatio - y.allocationRatio) >
+        1e-6 * std::max(1.0, std::fabs(y.allocationRatio)))
+      return false;
+  }
+  return true;
+}
+
+void Syncer::invalidate() {
+  treeKnown_ = false;
+  providers_.clear();
+  catalog_.reset();
+}
+
+std::int64_t Syncer::rootGeneration() const {
+  auto it = providers_.find(rootUuid_);
+  if (it == providers_.end()) return -1;
+  std::int64_t g = -1;
+  if (it->second.inventories) g = std::max(g, it->second.inventories->generation);
+  if (it->second.traits) g = std::max(g, it->second.traits->generation);
+  return g;
+}
+
+Task<core::Status> Syncer::sync(const DesiredProviderTree& desired) {
+  overcommitted_.clear();
+  checkUsages_ = false;
+  core::Status status = co_await pass(desired);
+  if (!status) invalidate();
+  co_return status;
+}
+
+Task<core::Status> Syncer::pass(const DesiredProviderTree& desired) {
+  if (desired.root.uuid.empty())
+    co_return core::makeError("node " + desired.root.name + " has no uid");
+  if (!versionChecked_) {
+    auto v = co_await api_.maxMicroversion();
+    if (!v) co_return v.error();
+    if (!microversionAtLeast(*v, kRequiredMicroversion))
+      co_return core::makeError("Placement supports microversions up to " + *v +
+                                "; the agent needs " + kRequiredMicroversion +
+                                " (Placement from OpenStack Rocky on)");
+    versionChecked_ = true;
+  }
+  if (!catalog_) {
+    auto t = co_await api_.allTraits();
+    if (!t) co_return t.error();
+    catalog_ = std::move(*t);
+  }
+  if (auto s = co_await ensureTree(desired); !s) co_return s;
+  ProviderState& root = providers_.at(desired.root.uuid);
+  if (auto s = co_await ensureResourceClasses(desired.root.inventories); !s) co_return s;
+  if (auto s = co_await syncInventories(root, desired.root.inventories, false); !s) co_return s;
+  auto rootTraits = co_await resolveTraits(desired.root.traits, desired.traitAlternatives);
+  if (!rootTraits) co_return rootTraits.error();
+  if (auto s = co_await syncTraits(root, *rootTraits, true); !s) co_return s;
+  for (const auto& child : desired.nested) {
+    ProviderState& state = providers_.at(child.uuid);
+    if (auto s = co_await syncInventories(state, child.inventories, true); !s) co_return s;
+    auto traits = co_await resolveTraits(child.traits, {});
+    if (!traits) co_return traits.error();
+    if (auto s = co_await syncTraits(state, *traits, false); !s) co_return s;
+  }
+  if (checkUsages_) co_return co_await checkUsages(root);
+  co_return core::Status{};
+}
+
+Task<core::Status> Syncer::ensureTree(const DesiredProviderTree& d) {
+  if (treeKnown_ && rootUuid_ == d.root.uuid) {
+    bool complete = true;
+    for (const auto& child : d.nested) complete = complete && providers_.count(child.uuid) > 0;
+    if (complete && providers_.size() == d.nested.size() + 1) co_return core::Status{};
+  }
+  providers_.clear();
+  rootUuid_ = d.root.uuid;
+  auto tree = co_await api_.providersInTree(d.root.uuid);
+  if (!tree) co_return tree.error();
+  bool haveRoot = false;
+  std::vector<Provider> obsolete;
+  for (const auto& p : *tree) {
+    if (p.uuid == d.root.uuid) {
+      haveRoot = true;
+      providers_[p.uuid].provider = p;
+    } else if (isOurChild(p, d.root.name, d.root.uuid)) {
+      bool wanted = false;
+      for (const auto& child : d.nested) wanted = wanted || child.uuid == p.uuid;
+      if (wanted) {
+        providers_[p.uuid].provider = p;
+      } else {
+        obsolete.push_back(p);
+      }
+    }
+  }
+  if (!haveRoot) {
+    // A provider with the node's name but another uuid is a previous incarnation of the node
+    // (deleted and re-joined): it may still hold allocations of VMs, so it is neither adopted
+    // nor deleted. An operator decides.
+    auto byName = co_await api_.providerByName(d.root.name);
+    if (!byName) co_return byName.error();
+    if (*byName)
+      co_return core::makeError(
+          "a resource provider named " + d.root.name + " already exists with uuid " +
+          (*byName)->uuid + ", but Node " + d.root.name + " has uid " + d.root.uuid +
+          " (the Node was re-created?). The agent neither adopts nor deletes it: move or "
+          "delete its allocations, then `openstack resource provider delete " +
+          (*byName)->uuid + "`, and the agent registers the node again");
+    auto created = co_await api_.createProvider(d.root.name, d.root.uuid, "");
+    if (!created) co_return created.error();
+    ++counters_.providerWrites;
+    log()->info("created resource provider {} (uuid {})", d.root.name, d.root.uuid);
+    // A new provider has nothing: no read is needed before the first writes.
+    providers_[d.root.uuid] = {*created, InventoriesView{created->generation, {}},
+                               TraitsView{created->generation, {}}};
+  }
+  for (const auto& child : d.nested) {
+    if (providers_.count(child.uuid)) continue;
+    auto created = co_await api_.createProvider(child.name, child.uuid, d.root.uuid);
+    if (!created) co_return created.error();
+    ++counters_.providerWrites;
+    log()->info("created nested resource provider {} (uuid {})", child.name, child.uuid);
+    providers_[child.uuid] = {*created, InventoriesView{created->generation, {}},
+                              TraitsView{created->generation, {}}};
+  }
+  for (const auto& p : obsolete) {
+    // A page size the node no longer offers. Refused (409) while VMs still use it: retried.
+    auto s = co_await api_.deleteProvider(p.uuid);
+    if (!s)
+      co_return core::makeError(
+          "cannot delete " + p.name +
+              " (the node no longer has that page size): " + s.error().message,
+          s.error().code);
+    ++counters_.providerWrites;
+    log()->info("deleted nested resource provider {} (uuid {}): the node no longer offers it",
+                p.name, p.uuid);
+  }
+  treeKnown_ = true;
+  co_return core::Status{};
+}
+
+Task<core::Status> Syncer::ensureResourceClasses(const Inventories& inventories) {
+  for (const auto& [rc, inv] : inventories) {
+    if (!rc.starts_with("CUSTOM_") || classesCreated_.count(rc)) continue;
+    if (auto s = co_await api_.createResourceClass(rc); !s) co_return s;
+    classesCreated_.insert(rc);
+  }
+  co_return core::Status{};
+}
+
+Task<core::Status> Syncer::syncInventories(ProviderState& state, const Inventories& desired,
+                                           bool managesAll) {
+  const std::string& uuid = state.provider.uuid;
+  for (int attempt = 0; attempt <= conflictRetries_; ++attempt) {
+    if (!state.inventories) {
+      auto v = co_await api_.inventories(uuid);
+      if (!v) co_return v.error();
+      state.inventories = std::move(*v);
+    }
+    const Inventories& have = state.inventories->inventories;
+    Inventories want = managesAll ? Inventories{} : have;
+    if (!managesAll)
+      for (auto it = want.begin(); it != want.end();)
+        it = managedOnRoot(it->first) ? want.erase(it) : std::next(it);
+    for (const auto& [rc, inv] : desired) want[rc] = inv;
+    if (sameInventories(want, have)) co_return core::Status{};
+    const std::int64_t before = state.inventories->generation;
+    auto gen = co_await api_.putInventories(uuid, before, want);
+    if (gen) {
+      ++counters_.inventoryWrites;
+      // A larger reservation or a smaller total can leave allocations above capacity.
+      for (const auto& [rc, inv] : want) {
+        auto old = have.find(rc);
+        if (!managesAll && (old == have.end() || inv.reserved > old->second.reserved ||
+                            inv.total < old->second.total))
+          checkUsages_ = true;
+      }
+      log()->debug("PUT inventories of {} at generation {} -> {}", state.provider.name, before,
+                   *gen);
+      state.inventories = InventoriesView{*gen, std::move(want)};
+      // Nothing else changed between `before` and our write, so a traits view at `before` holds.
+      if (state.traits && state.traits->generation == before) state.traits->generation = *gen;
+      co_return core::Status{};
+    }
+    state.inventories.reset();
+    if (!isConcurrentUpdate(gen.error())) co_return gen.error();
+    // Routine: every allocation (a VM scheduled here) bumps the generation.
+    ++counters_.conflicts;
+    log()->debug("inventories of {}: generation {} is stale, re-reading", state.provider.name,
+                 before);
+  }
+  co_return core::makeError("inventories of " + state.provider.name + ": still conflicting after " +
+                                std::to_string(conflictRetries_) + " retries",
+                            409);
+}
+
+Task<core::Result<Traits>> Syncer::resolveTraits(const Traits& desired,
+                                                 const std::map<std::string, std::string>& alt) {
+  Traits out;
+  for (const auto& t : desired) {
+    if (catalog_->count(t)) {
+      out.insert(t);
+    } else if (auto a = alt.find(t); a != alt.end() && catalog_->count(a->second)) {
+      out.insert(a->second);
+    } else if (isCustomTraitName(t)) {
+      if (auto s = co_await api_.createTrait(t); !s) co_return s.error();
+      ++counters_.traitWrites;
+      catalog_->insert(t);
+      out.insert(t);
+    } else if (unknownTraitsReported_.insert(t).second) {
+      log()->warn("trait {} is not known to this Placement (not in GET /traits): not set", t);
+    }
+  }
+  co_return out;
+}
+
+Task<core::Status> Syncer::syncTraits(ProviderState& state, const Traits& desired,
+                                      bool rootOwnership) {
+  const std::string& uuid = state.provider.uuid;
+  for (int attempt = 0; attempt <= conflictRetries_; ++attempt) {
+    if (!state.traits) {
+      auto v = co_await api_.providerTraits(uuid);
+      if (!v) co_return v.error();
+      state.traits = std::move(*v);
+    }
+    const Traits& have = state.traits->traits;
+    // Remove only what the agent itself added and no longer wants; add what is missing. A trait
+    // someone else set stays, and is not ours even when we want it too.
+    const Traits owned = rootOwnership ? owned_.owned(uuid) : Traits{};
+    Traits want = have;
+    for (const auto& t : owned)
+      if (!desired.count(t)) want.erase(t);
+    Traits nowOwned;
+    for (const auto& t : desired) {
+      want.insert(t);
+      if (owned.count(t) || !have.count(t)) nowOwned.insert(t);
+    }
+    if (want == have) {
+      if (rootOwnership)
+        if (auto s = owned_.set(uuid, nowOwned); !s)
+          log()->warn("cannot remember owned traits: {}", s.error().message);
+      co_return core::Status{};
+    }
+    const std::int64_t before = state.traits->generation;
+    auto gen = co_await api_.putProviderTraits(uuid, before, want);
+    if (gen) {
+      ++counters_.traitWrites;
+      log()->info("traits of {}: {} -> {} traits (generation {})", state.provider.name, have.size(),
+                  want.size(), *gen);
+      state.traits = TraitsView{*gen, std::move(want)};
+      if (state.inventories && state.inventories->generation == before)
+        state.inventories->generation = *gen;
+      if (rootOwnership)
+        if (auto s = owned_.set(uuid, nowOwned); !s)
+          log()->warn("cannot remember owned traits: {}", s.error().message);
+      co_return core::Status{};
+    }
+    state.traits.reset();
+    if (!isConcurrentUpdate(gen.error())) co_return gen.error();
+    ++counters_.conflicts;
+  }
+  co_return core::makeError("traits of " + state.provider.name + ": still conflicting after " +
+                                std::to_string(conflictRetries_) + " retries",
+                            409);
+}
+
+Task<core::Status> Syncer::checkUsages(const ProviderState& root) {
+  auto used = co_await api_.usages(root.provider.uuid);
+  if (!used) co_return used.error();
+  for (const auto& [rc, inv] : root.inventories->inventories) {
+    auto u = used->find(rc);
+    if (u == used->end() || u->second == 0) continue;
+    // Placement's capacity: (total - reserved) * allocation_ratio.
+    const double capacity = static_cast<double>(inv.total - inv.reserved) * inv.allocationRatio;
+    if (static_cast<double>(u->second) > capacity)
+      overcommitted_.push_back({rc, inv.total, inv.reserved, u->second, inv.allocationRatio});
+  }
+  co_return core::Status{};
+}
+
+}  // namespace okna::placement

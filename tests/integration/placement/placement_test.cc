@@ -1,0 +1,256 @@
+// The reconciler against a REAL Placement (Debian placement-api 8.0, sqlite, noauth2), started
+// by the fixture scripts on loopback. Each test uses its own node (fresh name and uid), so tests
+// share one server. Waits are bounded loops on conditions, never timing assertions.
+
+#include <gtest/gtest.h>
+
+#include "core/curl_http_client.h"
+#include "placement/reconciler.h"
+#include "tests/integration/placement/counting_http_client.h"
+#include "tests/integration/placement/harness.h"
+
+namespace okna::placement {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using testing::makeNode;
+using testing::makePod;
+
+class PlacementIT : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!testing::placementInstalled()) return;
+    dir_ = new std::string(testing::makeTempDir("okna-placement-it-"));
+    if (!testing::runScript(testing::kFixtures + "/start-placement.sh " + *dir_ + "/p",
+                            *dir_ + "/p.out"))
+      std::cerr << "start-placement.sh failed:\n" << testing::readFile(*dir_ + "/p.out") << "\n";
+    url_ = new std::string(testing::readFile(*dir_ + "/p/url"));
+  }
+  static void TearDownTestSuite() {
+    if (dir_ == nullptr) return;
+    testing::runScript(testing::kFixtures + "/stop.sh " + *dir_ + "/p", *dir_ + "/stop.out");
+    std::filesystem::remove_all(*dir_);
+    delete dir_;
+    delete url_;
+    dir_ = url_ = nullptr;
+  }
+
+  void SetUp() override {
+    if (!testing::placementInstalled())
+      GTEST_SKIP()
+          << "Debian's placement-api (and uwsgi) is not installed: apt-get install placement-api "
+             "uwsgi-core uwsgi-plugin-python3 (packaging/install-deps.sh)";
+    ASSERT_FALSE(url_->empty()) << "the Placement fixture did not start";
+    name_ = "it-" + testing::randomUuid().substr(0, 8);
+    uid_ = testing::randomUuid();
+    node_ = makeNode(name_, uid_);
+    config_.auth.type = "none";
+    config_.endpointOverride = *url_;
+    config_.debounce = 200ms;
+    config_.resyncInterval = 0s;
+    config_.backoff.initial = 50ms;
+    config_.backoff.max = 500ms;
+    config_.stateFile = *dir_ + "/" + name_ + ".state.json";
+  }
+
+  std::unique_ptr<Reconciler> agent(const std::string& url = "") {
+    PlacementConfig c = config_;
+    if (!url.empty()) c.endpointOverride = url;
+    auto r = std::make_unique<Reconciler>(io_, counting_, c, metrics_, health_);
+    r->setActive(true);
+    return r;
+  }
+  json get(const std::string& path) { return op_.call("GET", path).body; }
+  json inventories(const std::string& uuid) {
+    return get("/resource_providers/" + uuid + "/inventories")["inventories"];
+  }
+  std::set<std::string> traits(const std::string& uuid) {
+    return get("/resource_providers/" + uuid + "/traits")["traits"].get<std::set<std::string>>();
+  }
+  bool pushed(Reconciler& r, unsigned passes) {
+    return testing::runUntil(io_, [&] { return r.successfulPasses() >= passes && !r.busy(); });
+  }
+
+  static std::string* dir_;
+  static std::string* url_;
+  boost::asio::io_context io_;
+  core::CurlHttpClient http_{io_};
+  testing::CountingHttpClient counting_{http_};
+  testing::Operator op_{io_, http_, url_ != nullptr ? *url_ : std::string()};
+  core::MetricsRegistry metrics_;
+  core::HealthRegistry health_;
+  PlacementConfig config_;
+  std::string name_;
+  std::string uid_;
+  k8s::NodeInfo node_;
+};
+
+std::string* PlacementIT::dir_ = nullptr;
+std::string* PlacementIT::url_ = nullptr;
+
+TEST_F(PlacementIT, ProviderInventoriesAndNestedHugepages) {
+  auto r = agent();
+  r->update(node_, {makePod(name_, "ds", "1500m", "1Gi"), makePod(name_, "vm", "2", "4Gi", true)},
+            true);
+  ASSERT_TRUE(pushed(*r, 1));
+  EXPECT_TRUE(health_.ready());
+
+  const json root = get("/resource_providers/" + uid_);
+  EXPECT_EQ(root["name"], name_);
+  EXPECT_EQ(root["uuid"], uid_);
+  const json inv = inventories(uid_);
+  EXPECT_EQ(inv["VCPU"]["total"], 16);
+  EXPECT_EQ(inv["VCPU"]["reserved"], 2);
+  EXPECT_EQ(inv["VCPU"]["max_unit"], 16);
+  EXPECT_DOUBLE_EQ(inv["VCPU"]["allocation_ratio"].get<double>(), 4.0);
+  EXPECT_EQ(inv["MEMORY_MB"]["total"], 65536) << "allocatable.memory as is: hugepages already out";
+  EXPECT_EQ(inv["MEMORY_MB"]["reserved"], 1024 + 256) << "non-VM requests + one VM's overhead";
+  EXPECT_FALSE(inv.contains("PCPU")) << "total 0 is omitted";
+
+  const json tree = get("/resource_providers?in_tree=" + uid_)["resource_providers"];
+  ASSERT_EQ(tree.size(), 3u);
+  std::map<std::string, std::string> childTrait;
+  for (const auto& p : tree) {
+    if (p["uuid"] == uid_) continue;
+    EXPECT_EQ(p["parent_provider_uuid"], uid_);
+    const auto t = traits(p["uuid"]);
+    ASSERT_EQ(t.size(), 1u);
+    childTrait[p["name"]] = *t.begin();
+    const json childInv = inventories(p["uuid"]);
+    EXPECT_EQ(childInv["MEMORY_MB"]["total"], p["name"] == name_ + ":hugepages-1Gi" ? 4096 : 512);
+  }
+  EXPECT_EQ(childTrait[name_ + ":hugepages-1Gi"], "CUSTOM_HUGEPAGES_1G");
+  EXPECT_EQ(childTrait[name_ + ":hugepages-2Mi"], "CUSTOM_HUGEPAGES_2M");
+}
+
+TEST_F(PlacementIT, BurstIsOnePutAndBelowStepIsNone) {
+  auto r = agent();
+  std::vector<k8s::PodInfo> pods{makePod(name_, "base", "1", "1Gi")};
+  r->update(node_, pods, true);
+  ASSERT_TRUE(pushed(*r, 1));
+
+  // Steady state: updates with nothing new send nothing.
+  size_t mark = counting_.size();
+  for (int i = 0; i < 10; ++i) r->update(node_, pods, true);
+  testing::runFor(io_, 500ms);
+  EXPECT_EQ(counting_.size(), mark) << "steady state";
+
+  // 50 pod changes inside one window: one PUT.
+  mark = counting_.size();
+  for (int i = 0; i < 50; ++i) {
+    pods.push_back(makePod(name_, "job-" + std::to_string(i), "100m", "32Mi"));
+    r->update(node_, pods, true);
+  }
+  ASSERT_TRUE(pushed(*r, 2));
+  EXPECT_EQ(counting_.count("PUT /resource_providers/" + uid_ + "/inventories", mark), 1u);
+  EXPECT_EQ(inventories(uid_)["VCPU"]["reserved"], 6);
+  EXPECT_EQ(inventories(uid_)["MEMORY_MB"]["reserved"], 1024 + 50 * 32);
+
+  // A change below the step (64 MiB < 256 MiB, CPUs unchanged once rounded): nothing sent.
+  mark = counting_.size();
+  pods.push_back(makePod(name_, "small", "0", "64Mi"));
+  r->update(node_, pods, true);
+  testing::runFor(io_, 600ms);
+  EXPECT_EQ(counting_.size(), mark);
+  EXPECT_EQ(inventories(uid_)["MEMORY_MB"]["reserved"], 1024 + 50 * 32);
+}
+
+TEST_F(PlacementIT, ConcurrentWriterConflictIsRetried) {
+  auto r = agent();
+  r->update(node_, {makePod(name_, "a", "1", "1Gi")}, true);
+  ASSERT_TRUE(pushed(*r, 1));
+  // A VM is scheduled on the node (as Nova would): the provider generation moves.
+  const json alloc{{"allocations", {{uid_, {{"resources", {{"VCPU", 2}, {"MEMORY_MB", 2048}}}}}}},
+                   {"project_id", testing::randomUuid()},
+                   {"user_id", testing::randomUuid()},
+                   {"consumer_generation", nullptr}};
+  ASSERT_EQ(op_.call("PUT", "/allocations/" + testing::randomUuid(), alloc, "1.28").status, 204);
+  const size_t mark = counting_.size();
+  r->update(node_, {makePod(name_, "a", "3", "3Gi")}, true);
+  ASSERT_TRUE(pushed(*r, 2));
+  EXPECT_GE(r->counters().conflicts, 1u);
+  EXPECT_EQ(r->failedPasses(), 0u);
+  EXPECT_EQ(counting_.count("PUT /resource_providers/" + uid_ + "/inventories", mark), 2u)
+      << "409, then success";
+  EXPECT_EQ(inventories(uid_)["VCPU"]["reserved"], 3);
+  EXPECT_EQ(inventories(uid_)["MEMORY_MB"]["reserved"], 3072);
+}
+
+TEST_F(PlacementIT, TraitsFromLabelsAndTheOperatorsTraitSurvivesRestart) {
+  node_.labels = {{"trait.openkeel.io/CUSTOM_IT_AGENT", ""},
+                  {"cpu-feature.node.kubevirt.io/sse4.2", "true"},
+                  {"cpu-feature.node.kubevirt.io/not-a-cpu-feature", "true"}};
+  auto r = agent();
+  r->update(node_, {}, true);
+  ASSERT_TRUE(pushed(*r, 1));
+  EXPECT_EQ(traits(uid_), (std::set<std::string>{"CUSTOM_IT_AGENT", "HW_CPU_X86_SSE42"}));
+
+  // An operator adds a trait of their own.
+  ASSERT_EQ(op_.call("PUT", "/traits/CUSTOM_IT_OPERATOR").status / 100, 2);
+  json t = get("/resource_providers/" + uid_ + "/traits");
+  t["traits"].push_back("CUSTOM_IT_OPERATOR");
+  ASSERT_EQ(op_.call("PUT", "/resource_providers/" + uid_ + "/traits", t).status, 200);
+
+  // The node is cordoned, then the agent restarts.
+  node_.unschedulable = true;
+  r->update(node_, {}, true);
+  ASSERT_TRUE(
+      testing::runUntil(io_, [&] { return traits(uid_).count("COMPUTE_STATUS_DISABLED") == 1; }));
+  r.reset();
+  r = agent();
+  node_.labels.erase("trait.openkeel.io/CUSTOM_IT_AGENT");
+  node_.unschedulable = false;
+  r->update(node_, {}, true);
+  ASSERT_TRUE(pushed(*r, 1));
+  EXPECT_EQ(traits(uid_), (std::set<std::string>{"CUSTOM_IT_OPERATOR", "HW_CPU_X86_SSE42"}));
+}
+
+TEST_F(PlacementIT, NodeRecreatedIsReportedNotAdopted) {
+  auto r = agent();
+  r->update(node_, {}, true);
+  ASSERT_TRUE(pushed(*r, 1));
+  r.reset();
+  // Same name, new uid: the old provider stays, nothing is created.
+  const std::string newUid = testing::randomUuid();
+  node_.uid = newUid;
+  r = agent();
+  r->update(node_, {}, true);
+  ASSERT_TRUE(testing::runUntil(io_, [&] { return r->failedPasses() >= 1; }));
+  EXPECT_EQ(op_.call("GET", "/resource_providers/" + newUid).status, 404);
+  EXPECT_EQ(op_.call("GET", "/resource_providers/" + uid_).status, 200);
+  EXPECT_FALSE(health_.ready());
+  EXPECT_NE(health_.readiness()[0].detail.find("already exists with uuid " + uid_),
+            std::string::npos);
+}
+
+TEST_F(PlacementIT, PlacementStoppedAndRestartedAgentCatchesUp) {
+  // A Placement of this test's own, so that stopping it does not disturb the others.
+  const std::string dir = *dir_ + "/restart-" + name_;
+  ASSERT_TRUE(testing::runScript(testing::kFixtures + "/start-placement.sh " + dir, dir + ".out"))
+      << testing::readFile(dir + ".out");
+  const std::string url = testing::readFile(dir + "/url");
+  testing::Operator op(io_, http_, url);
+  auto r = agent(url);
+  r->update(node_, {makePod(name_, "a", "1", "1Gi")}, true);
+  ASSERT_TRUE(pushed(*r, 1));
+
+  ASSERT_TRUE(testing::runScript(testing::kFixtures + "/stop.sh " + dir, dir + ".stop.out"));
+  // Pods change while Placement is down: passes fail, the desired state is kept.
+  r->update(node_, {makePod(name_, "a", "4", "5Gi")}, true);
+  ASSERT_TRUE(testing::runUntil(io_, [&] { return r->failedPasses() >= 2; }));
+  EXPECT_TRUE(health_.ready()) << "still ready: the first push happened, only updates are late";
+
+  ASSERT_TRUE(testing::restartPlacement(dir));
+  ASSERT_TRUE(testing::runUntil(
+      io_, [&] { return r->successfulPasses() >= 2; }, 90s));
+  const json inv =
+      op.call("GET", "/resource_providers/" + uid_ + "/inventories").body["inventories"];
+  EXPECT_EQ(inv["VCPU"]["reserved"], 4);
+  EXPECT_EQ(inv["MEMORY_MB"]["reserved"], 5120);
+  r.reset();
+  testing::runScript(testing::kFixtures + "/stop.sh " + dir, dir + ".stop2.out");
+}
+
+}  // namespace
+}  // namespace okna::placement

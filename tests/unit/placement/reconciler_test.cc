@@ -1,0 +1,284 @@
+#include "placement/reconciler.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "tests/unit/placement/fake_placement.h"
+
+namespace okna::placement {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr const char* kUid = "0b6c7d9e-1111-4222-8333-444455556666";
+
+class ReconcilerTest : public ::testing::Test {
+ protected:
+  ReconcilerTest() {
+    config_.debounce = 200ms;
+    config_.stateFile = stateFile_;
+    config_.resyncInterval = std::chrono::seconds(0);
+    config_.backoff.initial = 5ms;
+    config_.backoff.max = 20ms;
+    node_.name = "cmp-1";
+    node_.uid = kUid;
+    node_.allocatable = {{"cpu", "16"}, {"memory", "64Gi"}, {"hugepages-1Gi", "4Gi"}};
+  }
+  ~ReconcilerTest() override { std::filesystem::remove(stateFile_); }
+
+  std::unique_ptr<Reconciler> make() {
+    auto r = std::make_unique<Reconciler>(io_, fake_, config_, metrics_, health_);
+    r->setActive(true);
+    return r;
+  }
+  // Runs the loop until `cond` holds (bounded; never a timing assertion).
+  template <typename F>
+  bool runUntil(F cond) {
+    for (int i = 0; i < 2000 && !cond(); ++i) {
+      io_.run_for(5ms);
+      if (io_.stopped()) io_.restart();
+    }
+    return cond();
+  }
+  // Runs the loop for a while (past any debounce window), for "nothing happens" checks.
+  void settle(std::chrono::milliseconds d = 400ms) {
+    const auto end = std::chrono::steady_clock::now() + d;
+    while (std::chrono::steady_clock::now() < end) {
+      io_.run_for(10ms);
+      if (io_.stopped()) io_.restart();
+    }
+  }
+  k8s::PodInfo pod(const std::string& name, const std::string& cpu, const std::string& memory) {
+    k8s::PodInfo p;
+    p.namespace_ = "infra";
+    p.name = name;
+    p.nodeName = "cmp-1";
+    p.phase = "Running";
+    p.containers.push_back({"main", {{"cpu", cpu}, {"memory", memory}}, ""});
+    return p;
+  }
+  const testing::FakePlacement::Entry& root() { return fake_.providers.at(kUid); }
+  double metric(const std::string& line) {
+    const std::string text = metrics_.render();
+    // A sample line, not the "# HELP" one.
+    auto pos = text.find("\n" + line + " ");
+    return pos == std::string::npos ? 0 : std::stod(text.substr(pos + line.size() + 2));
+  }
+
+  boost::asio::io_context io_;
+  testing::FakePlacement fake_;
+  core::MetricsRegistry metrics_;
+  core::HealthRegistry health_;
+  PlacementConfig config_;
+  k8s::NodeInfo node_;
+  std::string stateFile_ =
+      ::testing::TempDir() + "placement-state-" + std::to_string(::getpid()) + ".json";
+};
+
+TEST_F(ReconcilerTest, FirstPushCreatesTheTree) {
+  auto r = make();
+  node_.labels["trait.openkeel.io/CUSTOM_LAB"] = "";
+  node_.labels["cpu-feature.node.kubevirt.io/avx"] = "true";
+  r->update(node_, {pod("a", "1500m", "1Gi")}, false);
+  settle(50ms);
+  EXPECT_EQ(fake_.total(), 0) << "nothing is sent before the pods have synced";
+  EXPECT_FALSE(health_.ready());
+
+  r->update(node_, {pod("a", "1500m", "1Gi")}, true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  EXPECT_EQ(root().provider.name, "cmp-1");
+  EXPECT_EQ(root().inventories.at("VCPU"), (Inventory{16, 2, 1, 16, 1, 4.0}));
+  EXPECT_EQ(root().inventories.at("MEMORY_MB"), (Inventory{65536, 1024, 1, 65536, 1, 1.0}));
+  EXPECT_EQ(root().traits, (Traits{"CUSTOM_LAB", "HW_CPU_X86_AVX"}));
+  ASSERT_EQ(fake_.providers.size(), 2u);
+  const auto& child =
+      std::find_if(fake_.providers.begin(), fake_.providers.end(), [](const auto& kv) {
+        return kv.first != kUid;
+      })->second;
+  EXPECT_EQ(child.provider.parentUuid, kUid);
+  EXPECT_EQ(child.inventories.at("MEMORY_MB").total, 4096);
+  EXPECT_EQ(child.traits, (Traits{"CUSTOM_HUGEPAGES_1G"}));
+  EXPECT_TRUE(health_.ready());
+  EXPECT_EQ(fake_.calls["inventories"], 0) << "a provider just created needs no read";
+}
+
+TEST_F(ReconcilerTest, SteadyStateSendsNothing) {
+  auto r = make();
+  r->update(node_, {pod("a", "1", "1Gi")}, true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  const int before = fake_.total();
+  for (int i = 0; i < 20; ++i) r->update(node_, {pod("a", "1", "1Gi")}, true);
+  settle();
+  EXPECT_EQ(fake_.total(), before);
+}
+
+TEST_F(ReconcilerTest, BurstOfPodChangesIsOneWrite) {
+  auto r = make();
+  std::vector<k8s::PodInfo> pods{pod("base", "1", "1Gi")};
+  r->update(node_, pods, true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  const int puts = fake_.calls["putInventories"];
+  for (int i = 0; i < 50; ++i) {
+    pods.push_back(pod("job-" + std::to_string(i), "100m", "64Mi"));
+    r->update(node_, pods, true);
+  }
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 2; }));
+  settle();
+  EXPECT_EQ(fake_.calls["putInventories"], puts + 1);
+  EXPECT_EQ(root().inventories.at("VCPU").reserved, 6);  // 1 + 5.0
+  EXPECT_EQ(root().inventories.at("MEMORY_MB").reserved, 1024 + 50 * 64);
+  EXPECT_GE(metric("okna_placement_changes_skipped_total{reason=\"debounced\"}"), 49);
+}
+
+TEST_F(ReconcilerTest, ChangeBelowStepIsNotSent) {
+  auto r = make();
+  r->update(node_, {pod("a", "1", "1Gi")}, true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  const int before = fake_.total();
+  // +100 MiB (< 256) and the same CPUs once rounded.
+  r->update(node_, {pod("a", "1", "1Gi"), pod("b", "0", "100Mi")}, true);
+  settle();
+  EXPECT_EQ(fake_.total(), before);
+  EXPECT_EQ(root().inventories.at("MEMORY_MB").reserved, 1024);
+  EXPECT_EQ(metric("okna_placement_changes_skipped_total{reason=\"below_step\"}"), 1);
+  // Another +200 MiB: 300 MiB since the last value sent, so it goes out.
+  r->update(node_, {pod("a", "1", "1Gi"), pod("b", "0", "300Mi")}, true);
+  ASSERT_TRUE(runUntil([&] { return root().inventories.at("MEMORY_MB").reserved == 1324; }));
+}
+
+TEST_F(ReconcilerTest, NodeChangesSkipTheStepAndTheWindow) {
+  config_.debounce = std::chrono::hours(1);
+  auto r = make();
+  r->update(node_, {}, true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  node_.unschedulable = true;
+  r->update(node_, {}, true);
+  ASSERT_TRUE(runUntil([&] { return root().traits.count("COMPUTE_STATUS_DISABLED") == 1; }));
+  node_.allocatable["cpu"] = "12";
+  r->update(node_, {}, true);
+  ASSERT_TRUE(runUntil([&] { return root().inventories.at("VCPU").total == 12; }));
+  node_.unschedulable = false;
+  r->update(node_, {}, true);
+  ASSERT_TRUE(runUntil([&] { return root().traits.empty(); }));
+}
+
+TEST_F(ReconcilerTest, ConcurrentWriterIsRetried) {
+  auto r = make();
+  r->update(node_, {pod("a", "1", "1Gi")}, true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  // A VM lands (generation moves), then the reservation changes: the PUT meets a 409.
+  fake_.allocate(kUid, "VCPU", 4);
+  fake_.concurrentWriters = 2;
+  r->update(node_, {pod("a", "3", "2Gi")}, true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 2; }));
+  EXPECT_EQ(root().inventories.at("VCPU").reserved, 3);
+  EXPECT_EQ(root().inventories.at("MEMORY_MB").reserved, 2048);
+  EXPECT_EQ(r->counters().conflicts, 2u);
+  EXPECT_EQ(r->failedPasses(), 0u);
+  EXPECT_EQ(metric("okna_placement_conflicts_total"), 2);
+}
+
+TEST_F(ReconcilerTest, PlacementDownThenBack) {
+  auto r = make();
+  fake_.down = true;
+  r->update(node_, {pod("a", "1", "1Gi")}, true);
+  ASSERT_TRUE(runUntil([&] { return r->failedPasses() >= 3; }));
+  EXPECT_FALSE(health_.ready());
+  fake_.down = false;
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  EXPECT_EQ(root().inventories.at("VCPU").reserved, 1);
+  EXPECT_TRUE(health_.ready());
+  // Down again while pods change: the latest desired state is what arrives afterwards.
+  fake_.down = true;
+  r->update(node_, {pod("a", "5", "1Gi")}, true);
+  ASSERT_TRUE(runUntil([&] { return r->failedPasses() >= 5; }));
+  r->update(node_, {pod("a", "7", "1Gi")}, true);
+  fake_.down = false;
+  ASSERT_TRUE(runUntil([&] { return root().inventories.at("VCPU").reserved == 7; }));
+}
+
+TEST_F(ReconcilerTest, TraitOwnershipSurvivesRestart) {
+  auto r = make();
+  node_.labels = {{"trait.openkeel.io/CUSTOM_A", ""}, {"trait.openkeel.io/CUSTOM_B", ""}};
+  r->update(node_, {}, true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  // An operator adds a trait, and one the agent also wants.
+  fake_.catalog.insert("CUSTOM_OPERATOR");
+  fake_.providers.at(kUid).traits.insert("CUSTOM_OPERATOR");
+  fake_.providers.at(kUid).traits.insert("HW_CPU_X86_AVX");
+  ++fake_.providers.at(kUid).provider.generation;
+  node_.labels.erase("trait.openkeel.io/CUSTOM_A");
+  node_.labels["cpu-feature.node.kubevirt.io/avx"] = "true";
+  r->update(node_, {}, true);
+  ASSERT_TRUE(runUntil([&] { return !root().traits.count("CUSTOM_A"); }));
+  EXPECT_EQ(root().traits, (Traits{"CUSTOM_B", "CUSTOM_OPERATOR", "HW_CPU_X86_AVX"}));
+
+  // Restart: a new reconciler reads what it owns from the state file.
+  r.reset();
+  r = make();
+  node_.labels.clear();
+  r->update(node_, {}, true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  EXPECT_EQ(root().traits, (Traits{"CUSTOM_OPERATOR", "HW_CPU_X86_AVX"}))
+      << "CUSTOM_B was the agent's; AVX was set by the operator first, so it stays";
+}
+
+TEST_F(ReconcilerTest, UnknownStandardTraitIsSkipped) {
+  auto r = make();
+  node_.labels = {{"trait.openkeel.io/HW_GPU_NOT_A_TRAIT", ""},
+                  {"cpu-feature.node.kubevirt.io/sse4.2", "true"}};
+  r->update(node_, {}, true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  EXPECT_EQ(root().traits, (Traits{"HW_CPU_X86_SSE42"}));
+}
+
+TEST_F(ReconcilerTest, ProviderWithTheNameButAnotherUuidIsReportedNotAdopted) {
+  fake_.providers["old-uuid"].provider = {"old-uuid", "cmp-1", "", "old-uuid", 7};
+  auto r = make();
+  r->update(node_, {}, true);
+  ASSERT_TRUE(runUntil([&] { return r->failedPasses() >= 2; }));
+  EXPECT_EQ(fake_.providers.size(), 1u);
+  EXPECT_EQ(fake_.calls["createProvider"], 0);
+  EXPECT_EQ(fake_.calls["deleteProvider"], 0);
+  auto checks = health_.readiness();
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_FALSE(checks[0].ok);
+  EXPECT_NE(checks[0].detail.find("already exists with uuid old-uuid"), std::string::npos)
+      << checks[0].detail;
+}
+
+TEST_F(ReconcilerTest, OldPlacementIsAClearError) {
+  fake_.version = "1.17";
+  auto r = make();
+  r->update(node_, {}, true);
+  ASSERT_TRUE(runUntil([&] { return r->failedPasses() >= 1; }));
+  EXPECT_NE(health_.readiness()[0].detail.find("microversions up to 1.17; the agent needs 1.26"),
+            std::string::npos);
+}
+
+TEST_F(ReconcilerTest, InactiveWithoutComputeRole) {
+  auto r = make();
+  r->setActive(false);
+  r->update(node_, {}, true);
+  settle(50ms);
+  EXPECT_EQ(fake_.total(), 0);
+  EXPECT_TRUE(health_.readiness().empty());
+  r->setActive(true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  r->setActive(false);
+  EXPECT_EQ(fake_.providers.size(), 2u) << "losing the role never deletes the provider";
+}
+
+TEST_F(ReconcilerTest, RemovedPageSizeDeletesItsChild) {
+  auto r = make();
+  r->update(node_, {}, true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  ASSERT_EQ(fake_.providers.size(), 2u);
+  node_.allocatable.erase("hugepages-1Gi");
+  r->update(node_, {}, true);
+  ASSERT_TRUE(runUntil([&] { return fake_.providers.size() == 1; }));
+}
+
+}  // namespace
+}  // namespace okna::placement
