@@ -2,7 +2,7 @@
 """Fake kube-apiserver (v1.26 behaviour) for openkeel-node-agent tests.
 
 Stdlib + PyYAML only.  Behaviour is modelled on the captured transcripts in
-/work/shared/k8s-transcripts (see README.md there); the test-control API under
+tests/data/transcripts (a copy of the captures) (see README.md there); the test-control API under
 /_fake/ is documented in README.md next to this file.
 
     /usr/bin/python3 fake_apiserver.py --listen 127.0.0.1:0 --tls-dir DIR \\

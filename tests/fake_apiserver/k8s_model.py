@@ -3,7 +3,7 @@
 Everything here is pure (no I/O, no locking): JSON encoding the way Go's
 encoding/json does it, field order of the core/v1 types, zero-value fields,
 admission-visible defaults, quantity canonicalisation, patch application and
-field/label selectors.  Ground truth: /work/shared/k8s-transcripts (README.md).
+field/label selectors.  Ground truth: tests/data/transcripts (a copy of the captures) (README.md).
 """
 import copy
 import datetime

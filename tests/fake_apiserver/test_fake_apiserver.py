@@ -20,8 +20,8 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVER = os.path.join(HERE, "fake_apiserver.py")
-TRANSCRIPTS = "/work/shared/k8s-transcripts"
-SAMPLES = "/work/shared/samples"
+TRANSCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "transcripts")
+SAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
 ADMIN, AGENT = "admin-token-123", "agent-token-456"
 UA = "capture-agent/1.0 (linux/amd64)"
 RV_RE = re.compile(rb'"resourceVersion":"\d+"')
