@@ -26,7 +26,11 @@ Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& 
       api_(http, std::move(cluster)),
       healthServer_(io, health_, metrics_,
                     [this] { return plan_ ? planToJson(*plan_) : json::object(); }),
+      events_(api_, k8s::EventTarget{config_.nodeName, "", "openkeel-node-agent"}),
       heartbeat_(io) {
+  if (config_.ovs.enabled)
+    chassis_ =
+        std::make_unique<ovsdb::ChassisReconciler>(io_, config_.ovs, metrics_, health_, &events_);
   const auto informerConfig = [&](std::string resource, std::string path, std::string selector) {
     k8s::InformerConfig c;
     c.resource = std::move(resource);
@@ -100,6 +104,7 @@ void Agent::stop() {
   placement_->stop();
   healthServer_.stop();
   heartbeat_.cancel();
+  if (chassis_) chassis_->stop();
 }
 
 void Agent::beat() {
@@ -126,6 +131,7 @@ void Agent::onNodeEvent(k8s::Informer::EventType type, const json& object) {
     return;
   }
   node_ = std::move(*node);
+  events_.setNodeUid(node_->uid);
   if (nodeInformer_->hasSynced()) {
     health_.setReady("node-informer", true, "synced");
     replan("node");
@@ -169,8 +175,11 @@ void Agent::replan(const char* trigger) {
     for (const auto& w : next.warnings) log->warn("{}", w);
   plan_ = std::move(next);
   for (const auto& listener : listeners_) listener(*plan_);
-  placement_->setActive(plan_->placement.has_value());
+  // Placement follows the compute role; before the pods are known there is no plan for it yet,
+  // and the reconciler keeps its previous state.
+  if (inputs.pods) placement_->setActive(plan_->placement.has_value());
   if (inputs.pods) placement_->update(*node_, *inputs.pods, true);
+  if (chassis_) chassis_->update(*node_, plan_->roles.roles);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   metrics_

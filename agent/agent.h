@@ -18,7 +18,9 @@
 #include "core/http_client.h"
 #include "core/metrics.h"
 #include "k8s/api_client.h"
+#include "k8s/events.h"
 #include "k8s/informer.h"
+#include "ovsdb/chassis_reconciler.h"
 #include "placement/reconciler.h"
 
 namespace okna::agent {
@@ -58,6 +60,10 @@ class Agent {
   std::unique_ptr<k8s::Informer> nodeInformer_;
   std::unique_ptr<k8s::Informer> podInformer_;
   std::unique_ptr<placement::Reconciler> placement_;
+  // Node Events (invalid labels, gateway drain).
+  k8s::EventRecorder events_;
+  // The OVN chassis configuration; null unless config.ovs.enabled.
+  std::unique_ptr<ovsdb::ChassisReconciler> chassis_;
   boost::asio::steady_timer heartbeat_;
   std::optional<k8s::NodeInfo> node_;
   std::map<std::string, k8s::PodInfo> pods_;

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/yaml_field.h"
+#include "ovsdb/config.h"
 #include "placement/config.h"
 
 namespace okna::agent {
@@ -120,7 +121,7 @@ core::LogConfig parseLogging(const YamlField& f) {
 AgentConfig parseRoot(const YamlField& root) {
   AgentConfig c;
   if (!root.path().empty()) root.fail("internal: not a root");
-  root.expectKeys({"nodeName", "kubernetes", "nodeRoles", "health", "logging", "placement"});
+  root.expectKeys({"nodeName", "kubernetes", "nodeRoles", "health", "logging", "placement", "ovs"});
   if (auto v = root.get("nodeName")) c.nodeName = v->asString();
   if (auto v = root.get("kubernetes")) c.kubernetes = parseKubernetes(*v);
   if (auto v = root.get("nodeRoles")) c.nodeRoles = parseRoles(*v);
@@ -134,6 +135,7 @@ AgentConfig parseRoot(const YamlField& root) {
   }
   if (auto v = root.get("logging")) c.logging = parseLogging(*v);
   if (auto v = root.get("placement")) c.placement = placement::parsePlacementConfig(*v);
+  if (auto v = root.get("ovs")) c.ovs = ovsdb::parseOvsConfig(*v);
   return c;
 }
 

@@ -9,6 +9,7 @@
 #include "core/backoff.h"
 #include "core/logging.h"
 #include "core/result.h"
+#include "ovsdb/config.h"
 #include "placement/config.h"
 
 namespace okna::agent {
@@ -38,6 +39,8 @@ struct AgentConfig {
   core::LogConfig logging;
   // The node's resource provider (active with the compute role).
   placement::PlacementConfig placement;
+  // OVN chassis configuration in the local OVSDB (section `ovs:`; off unless present or --ovsdb).
+  ovsdb::OvsConfig ovs;
 };
 
 /** Parses and validates a config document; errors name file, line, key and reason. */

@@ -4,6 +4,7 @@
 
 #include "agent/plan.h"
 #include "core/yaml_field.h"
+#include "ovsdb/live_read.h"
 
 namespace okna::agent {
 
@@ -29,6 +30,11 @@ core::Result<std::vector<k8s::PodInfo>> loadPods(const std::string& path) {
 
 int runDryRun(const AgentConfig& config, const DryRunOptions& options, std::ostream& out,
               std::ostream& err) {
+  return runDryRun(config, options, "", out, err);
+}
+
+int runDryRun(const AgentConfig& config, const DryRunOptions& options, const std::string& ovsdb,
+              std::ostream& out, std::ostream& err) {
   if (options.output != "text" && options.output != "json") {
     err << "--output " << options.output << ": must be text or json\n";
     return 2;
@@ -43,7 +49,7 @@ int runDryRun(const AgentConfig& config, const DryRunOptions& options, std::ostr
     err << "error: " << node.error().message << "\n";
     return 1;
   }
-  PlanInputs inputs{std::move(*node), std::nullopt};
+  PlanInputs inputs{std::move(*node), std::nullopt, true};
   if (!options.podsFile.empty()) {
     auto pods = loadPods(options.podsFile);
     if (!pods) {
@@ -53,10 +59,28 @@ int runDryRun(const AgentConfig& config, const DryRunOptions& options, std::ostr
     inputs.pods = std::move(*pods);
   }
   const Plan plan = computePlan(config, inputs);
+  nlohmann::json diff;
+  if (!ovsdb.empty()) {
+    auto observed = ovsdb::readObservedOnce(ovsdb, std::chrono::seconds(10));
+    if (!observed) {
+      err << "error: " << observed.error().message << "\n";
+      return 1;
+    }
+    diff = ovsdb::diffToJson(ovsdb::diffChassis(plan.chassis, *observed));
+  }
   if (options.output == "json") {
-    out << planToJson(plan).dump(2) << "\n";
+    nlohmann::json j = planToJson(plan);
+    if (!diff.is_null()) j["ovs"]["diff"] = diff;
+    out << j.dump(2) << "\n";
   } else {
     out << planToText(plan);
+    if (!diff.is_null()) {
+      out << "ovs diff against " << ovsdb << ":";
+      if (diff["ops"].empty()) out << " (nothing to change)";
+      out << "\n";
+      for (const auto& op : diff["ops"]) out << "  " << op.get<std::string>() << "\n";
+      for (const auto& n : diff["notes"]) out << "  note: " << n.get<std::string>() << "\n";
+    }
   }
   return 0;
 }

@@ -21,5 +21,9 @@ struct DryRunOptions {
 /** Prints the plan to `out`, or an error naming the file and the problem to `err`. Exit code. */
 int runDryRun(const AgentConfig& config, const DryRunOptions& options, std::ostream& out,
               std::ostream& err);
+/** Same; with a non-empty `ovsdb` remote it also reads that live database and prints the diff
+ *  it would apply ("ovs": {"diff": {"ops", "notes"}}), still writing nothing. */
+int runDryRun(const AgentConfig& config, const DryRunOptions& options, const std::string& ovsdb,
+              std::ostream& out, std::ostream& err);
 
 }  // namespace okna::agent

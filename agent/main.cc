@@ -51,6 +51,10 @@ int main(int argc, char** argv) {
       "With --dry-run: `kubectl get pods -A --field-selector spec.nodeName=NAME -o json`");
   app.add_option("--output", dry.output, "With --dry-run: text or json")
       ->check(CLI::IsMember({"text", "json"}));
+  std::string ovsdbRemote;
+  app.add_option("--ovsdb", ovsdbRemote,
+                 "Local OVSDB remote (unix:PATH, tcp:IP:PORT); enables the OVN chassis "
+                 "configuration. With --dry-run: also print the diff against it");
   app.set_version_flag("--version", "openkeel-node-agent 0.1.0");
   CLI11_PARSE(app, argc, argv);
 
@@ -67,6 +71,10 @@ int main(int argc, char** argv) {
   if (!kubeconfig.empty()) config.kubernetes.kubeconfig = kubeconfig;
   if (!kubeContext.empty()) config.kubernetes.context = kubeContext;
   if (!osCloud.empty()) config.placement.cloud = osCloud;
+  if (!ovsdbRemote.empty()) {
+    config.ovs.enabled = true;
+    config.ovs.remote = ovsdbRemote;
+  }
   if (auto s = core::setupLogging(config.logging); !s) {
     std::cerr << "config error: " << s.error().message << "\n";
     return 2;
@@ -81,7 +89,7 @@ int main(int argc, char** argv) {
       std::cerr << "--dry-run needs --node-file\n";
       return 2;
     }
-    return agent::runDryRun(config, dry, std::cout, std::cerr);
+    return agent::runDryRun(config, dry, ovsdbRemote, std::cout, std::cerr);
   }
 
   config.nodeName = !nodeName.empty()          ? nodeName

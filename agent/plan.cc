@@ -8,8 +8,11 @@ Plan computePlan(const AgentConfig& config, const PlanInputs& inputs) {
   plan.nodeUid = inputs.node.uid;
   plan.roles = planRoles(config.nodeRoles, inputs.node);
   plan.warnings = plan.roles.warnings;
+  plan.chassis = ovsdb::planChassis(config.ovs, inputs.node, plan.roles.roles);
+  for (const auto& w : plan.chassis.warnings) plan.warnings.push_back(w.message);
   plan.podCount = inputs.pods ? static_cast<long>(inputs.pods->size()) : -1;
-  if (config.placement.enabled && plan.roles.roles.count("compute") != 0) {
+  if (config.placement.enabled && plan.roles.roles.count("compute") != 0 &&
+      (inputs.pods || inputs.dryRun)) {
     plan.placement = placement::planPlacement(config.placement, inputs.node,
                                               inputs.pods.value_or(std::vector<k8s::PodInfo>{}));
     if (!inputs.pods)
@@ -27,6 +30,7 @@ nlohmann::json planToJson(const Plan& plan) {
   for (const auto& r : plan.roles.roles) out["roles"].push_back(r);  // std::set: sorted
   out["warnings"] = plan.warnings;
   if (plan.placement) out["placement"] = placement::toDryRunJson(*plan.placement);
+  out["ovs"] = ovsdb::toDryRunJson(plan.chassis);
   return out;
 }
 
@@ -37,6 +41,14 @@ std::string planToText(const Plan& plan) {
   if (plan.roles.roles.empty()) out += " (none)";
   for (const auto& r : plan.roles.roles) out += " " + r;
   out += "\n";
+  const auto ovs = ovsdb::toDryRunJson(plan.chassis);
+  for (const auto& [key, value] : ovs["external_ids"].items())
+    out += "ovs external_ids:" + key + "=" + value.get<std::string>() + "\n";
+  for (const auto& b : ovs["bridges"]) {
+    out += "ovs bridge " + b["name"].get<std::string>();
+    for (const auto& p : b["ports"]) out += " port " + p.get<std::string>();
+    out += "\n";
+  }
   if (plan.podCount >= 0) out += "pods on the node: " + std::to_string(plan.podCount) + "\n";
   if (plan.placement) {
     const nlohmann::json p = placement::toDryRunJson(*plan.placement);

@@ -12,6 +12,7 @@
 #include "agent/config.h"
 #include "agent/roles.h"
 #include "k8s/objects.h"
+#include "ovsdb/chassis_desired.h"
 #include "placement/desired.h"
 
 namespace okna::agent {
@@ -20,12 +21,17 @@ struct PlanInputs {
   k8s::NodeInfo node;
   // The pods bound to the node; unset when they are not known (dry-run without --pods-file).
   std::optional<std::vector<k8s::PodInfo>> pods;
+  // --dry-run: plan what can be planned even without the pods, and say what is missing. The live
+  // agent instead waits for the pods before planning Placement.
+  bool dryRun = false;
 };
 
 struct Plan {
   std::string nodeName;
   std::string nodeUid;
   RolesPlan roles;
+  // The OVN chassis configuration the Node asks for (applied only when config.ovs.enabled).
+  ovsdb::DesiredChassis chassis;
   // Every planner's warnings, in order.
   std::vector<std::string> warnings;
   // Number of pods considered (for the text output); -1 when unknown.
@@ -36,7 +42,8 @@ struct Plan {
 
 Plan computePlan(const AgentConfig& config, const PlanInputs& inputs);
 
-/** {"node": {"name", "uid"}, "roles": [...], "warnings": [...], ...later sections}. */
+/** {"node": {"name", "uid"}, "roles": [...], "warnings": [...], "ovs": {"external_ids": {...},
+ *  "bridges": [{"name", "ports"}]}, ...later sections}. */
 nlohmann::json planToJson(const Plan& plan);
 /** A human-readable rendering for --dry-run --output text. */
 std::string planToText(const Plan& plan);

@@ -3,6 +3,7 @@
 #include <config.h> /* must come first in every translation unit that includes OVS headers */
 
 #include "ovs_idl_glue.h"
+#include "ovs_idl_glue_private.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -18,15 +19,6 @@
 #include "stream-ssl.h"
 #include "timeval.h"
 #include "util.h"
-
-struct okna_ovs_idl {
-  struct ovsdb_idl* idl;
-  char last_error[256];
-};
-
-struct okna_sb_idl {
-  struct ovsdb_idl* idl;
-};
 
 const char* okna_ovsdb_status_str(okna_ovsdb_status s) {
   switch (s) {

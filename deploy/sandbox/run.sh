@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # All-in-one local sandbox: installs the Debian packages, builds the agent, starts on loopback the
-# project's fake kube-apiserver with a sample node and its pods and a real Placement (Debian's
-# placement-api, noauth, sqlite), and runs the agent against them in the foreground (Ctrl-C stops
-# everything and removes the temp dir).
+# project's fake kube-apiserver with a sample node and its pods, a real Placement (Debian's
+# placement-api, noauth, sqlite) and a real ovsdb-server with the Open_vSwitch schema, and runs the
+# agent against them in the foreground (Ctrl-C stops everything and removes the temp dir).
 #   NODE_FILE / PODS_FILE   the node and pods to serve (default: tests/data/lab-1.*)
 #   HEALTH_LISTEN           the agent's health endpoint (default 127.0.0.1:19874)
 #   SANDBOX_SECONDS         stop by itself after this many seconds (default: run until Ctrl-C)
@@ -22,6 +22,7 @@ cmake --build build --target openkeel-node-agent -j "$(nproc)"
 work=$(mktemp -d /tmp/okna-sandbox.XXXXXX)
 pids=()
 cleanup() {
+  [[ -f "$work/ovs/ovsdb-server.pid" ]] && kill "$(cat "$work/ovs/ovsdb-server.pid")" 2>/dev/null || true
   bash tests/fixtures/openstack/stop.sh "$work/placement" >/dev/null 2>&1 || true
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
@@ -42,7 +43,21 @@ mkdir -p "$work/placement"
 bash tests/fixtures/openstack/start-placement.sh "$work/placement" >"$work/placement.out" 2>&1 ||
   { cat "$work/placement.out"; exit 1; }
 placement_url=$(cat "$work/placement/url")
+echo "sandbox: starting ovsdb-server (Open_vSwitch schema) in $work/ovs"
+mkdir -p "$work/ovs"
+ovsdb-tool create "$work/ovs/conf.db" /usr/share/openvswitch/vswitch.ovsschema
+ovsdb-server "$work/ovs/conf.db" --remote="punix:$work/ovs/db.sock" --unixctl="$work/ovs/ovsdb-server.ctl" \
+  --pidfile="$work/ovs/ovsdb-server.pid" --log-file="$work/ovs/ovsdb-server.log" --detach --no-chdir
+vsctl=(ovs-vsctl --db="unix:$work/ovs/db.sock" --no-wait)
+"${vsctl[@]}" init
+# What an operator or ovn-controller would have set already: the agent must keep it as it is.
+"${vsctl[@]}" set Open_vSwitch . external_ids:system-id=lab-1-chassis \
+  external_ids:ovn-cms-options=enable-chassis-as-extport-host -- --may-exist add-br br-int \
+  -- set Bridge br-int datapath_type=netdev
+
 cat >"$work/agent.yaml" <<YAML
+ovs:
+  remote: unix:$work/ovs/db.sock
 placement:
   auth: {type: none}
   endpointOverride: $placement_url
@@ -53,6 +68,7 @@ YAML
 cat <<INFO
 sandbox: API server $(cat "$work/url")  (kubectl --kubeconfig $work/tls/kubeconfig get nodes)
 sandbox: Placement $placement_url  (curl -H 'X-Auth-Token: admin' -H 'OpenStack-API-Version: placement 1.39' $placement_url/resource_providers)
+sandbox: OVSDB unix:$work/ovs/db.sock  (ovs-vsctl --db=unix:$work/ovs/db.sock get Open_vSwitch . external_ids)
 sandbox: agent health http://$health/readyz  /healthz  /metrics  /debug/plan
 sandbox: try: kubectl --kubeconfig $work/tls/kubeconfig label node $node_name node-role.openkeel.io/containers=
 INFO

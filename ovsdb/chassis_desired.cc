@@ -1,0 +1,201 @@
+#include "ovsdb/chassis_desired.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace okna::ovsdb {
+
+namespace {
+
+bool isLabelValueChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_' || c == '.';
+}
+
+// Physnet names are free text in Neutron; only what would break ovn-bridge-mappings' own syntax
+// (and whitespace, which ovn-controller does not trim) is refused.
+bool isValidPhysnet(const std::string& name) {
+  if (name.empty()) return false;
+  return std::none_of(name.begin(), name.end(), [](char c) {
+    return c == ':' || c == ',' || c == '=' || c == ' ' || c == '\t' || c == '\n' || c == '"';
+  });
+}
+
+void addBridge(std::vector<DesiredBridge>& bridges, const std::string& name) {
+  for (const auto& b : bridges)
+    if (b.name == name) return;
+  bridges.push_back({name, {}});
+}
+
+const std::string* find(const k8s::StringMap& map, const std::string& key) {
+  const auto it = map.find(key);
+  return it == map.end() ? nullptr : &it->second;
+}
+
+// The mappings from the annotation (native syntax, wins) or the label (encoded). A malformed
+// value gives no mapping at all rather than the valid half of it: a half-wired physnet is worse
+// than an unwired one, and the warning tells the administrator what to fix.
+std::vector<BridgeMapping> planMappings(const k8s::NodeInfo& node,
+                                        std::vector<ChassisWarning>& warnings) {
+  const std::string key = kBridgeMappingsKey;
+  const std::string* annotation = find(node.annotations, key);
+  const std::string* label = find(node.labels, key);
+  const auto invalid = [&](const std::string& where, const std::string& value,
+                           const std::string& why) {
+    warnings.push_back(
+        {"InvalidBridgeMappings", where + " " + key + "=\"" + value + "\" is invalid (" + why +
+                                      "); no bridge mapping is applied until it is fixed"});
+  };
+  if (annotation) {
+    auto parsed = parseBridgeMappings(*annotation);
+    if (!parsed) {
+      invalid("annotation", *annotation, parsed.error().message);
+      return {};
+    }
+    if (label) {
+      auto fromLabel = decodeMappingsLabel(*label);
+      if (!fromLabel || *fromLabel != *annotation)
+        warnings.push_back({"BridgeMappingsLabelIgnored",
+                            "label " + key + "=\"" + *label + "\" is ignored: the annotation " +
+                                key + "=\"" + *annotation + "\" takes precedence"});
+    }
+    return std::move(*parsed);
+  }
+  if (!label) return {};
+  auto native = decodeMappingsLabel(*label);
+  if (!native) {
+    invalid("label", *label, native.error().message);
+    return {};
+  }
+  auto parsed = parseBridgeMappings(*native);
+  if (!parsed) {
+    invalid("label", *label, parsed.error().message + ", decoded as \"" + *native + "\"");
+    return {};
+  }
+  return std::move(*parsed);
+}
+
+}  // namespace
+
+std::vector<std::string> DesiredChassis::cmsItems() const {
+  return gateway ? gatewayCmsItems : std::vector<std::string>{};
+}
+
+core::Result<std::vector<BridgeMapping>> parseBridgeMappings(const std::string& text) {
+  std::vector<BridgeMapping> out;
+  if (text.empty()) return out;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = text.find(',', start);
+    const std::string item =
+        text.substr(start, comma == std::string::npos ? text.npos : comma - start);
+    const size_t colon = item.find(':');
+    if (item.empty()) return core::makeError("empty item");
+    if (colon == std::string::npos || item.find(':', colon + 1) != std::string::npos)
+      return core::makeError("\"" + item + "\" is not PHYSNET:BRIDGE");
+    BridgeMapping m{item.substr(0, colon), item.substr(colon + 1)};
+    if (!isValidPhysnet(m.physnet))
+      return core::makeError("physical network \"" + m.physnet + "\" is empty or has a character " +
+                             "among : , = \" or whitespace");
+    if (!isValidOvsIfaceName(m.bridge))
+      return core::makeError("bridge \"" + m.bridge +
+                             "\" is not 1-15 characters of A-Z a-z 0-9 . - _");
+    for (const auto& seen : out)
+      if (seen.physnet == m.physnet)
+        return core::makeError("physical network \"" + m.physnet + "\" is mapped twice");
+    out.push_back(std::move(m));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+core::Result<std::string> decodeMappingsLabel(const std::string& label) {
+  std::string out;
+  for (size_t i = 0; i < label.size(); ++i) {
+    const char c = label[i];
+    if (!isLabelValueChar(c))
+      return core::makeError(std::string("'") + c + "' cannot appear in a label value; put the " +
+                             "native syntax in the annotation of the same key");
+    if (c != '_') {
+      out += c;
+      continue;
+    }
+    const char next = i + 1 < label.size() ? label[i + 1] : '\0';
+    switch (next) {
+      case 'c':
+        out += ':';
+        break;
+      case 's':
+        out += ',';
+        break;
+      case '_':
+        out += '_';
+        break;
+      default:
+        return core::makeError("'_' at offset " + std::to_string(i) +
+                               " must be followed by c (for ':'), s (for ',') or _ (for '_')");
+    }
+    ++i;
+  }
+  return out;
+}
+
+std::string encodeMappingsLabel(const std::string& native) {
+  std::string out;
+  for (char c : native) {
+    if (c == ':') {
+      out += "_c";
+    } else if (c == ',') {
+      out += "_s";
+    } else if (c == '_') {
+      out += "__";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+DesiredChassis planChassis(const OvsConfig& config, const k8s::NodeInfo& node,
+                           const std::set<std::string>& roles) {
+  DesiredChassis d;
+  d.gateway = roles.count(kNetworkRole) > 0;
+  d.gatewayCmsItems.push_back(kGatewayItem);
+  if (const std::string* zone = find(node.labels, kZoneLabel); zone && !zone->empty())
+    d.gatewayCmsItems.push_back("availability-zones=" + *zone);
+
+  d.bridgeMappings = planMappings(node, d.warnings);
+  for (const auto& m : d.bridgeMappings) addBridge(d.bridges, m.bridge);
+
+  if (const std::string* nic = find(node.labels, kExternalNicKey)) {
+    const std::string bridge =
+        d.bridgeMappings.empty() ? config.defaultExternalBridge : d.bridgeMappings.front().bridge;
+    if (!isValidOvsIfaceName(*nic) || *nic == bridge) {
+      d.warnings.push_back({"InvalidExternalNic",
+                            "label " + std::string(kExternalNicKey) + "=\"" + *nic +
+                                "\" is not a usable interface name (1-15 characters of A-Z a-z " +
+                                "0-9 . - _, not the bridge itself); no NIC is added to " + bridge});
+    } else {
+      addBridge(d.bridges, bridge);
+      for (auto& b : d.bridges)
+        if (b.name == bridge) b.ports.push_back(*nic);
+    }
+  }
+  return d;
+}
+
+nlohmann::json toDryRunJson(const DesiredChassis& desired) {
+  nlohmann::json ids = nlohmann::json::object();
+  std::string cms;
+  for (const auto& item : desired.cmsItems()) cms += (cms.empty() ? "" : ",") + item;
+  if (!cms.empty()) ids[kCmsOptions] = cms;
+  std::string mappings;
+  for (const auto& m : desired.bridgeMappings) mappings += (mappings.empty() ? "" : ",") + m.item();
+  if (!mappings.empty()) ids[kBridgeMappings] = mappings;
+  nlohmann::json bridges = nlohmann::json::array();
+  for (const auto& b : desired.bridges) bridges.push_back({{"name", b.name}, {"ports", b.ports}});
+  return {{"external_ids", ids}, {"bridges", bridges}};
+}
+
+}  // namespace okna::ovsdb

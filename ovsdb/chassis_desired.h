@@ -1,0 +1,90 @@
+#pragma once
+// The OVN chassis configuration a Node asks for (seed 000 § 3.2-3.3), computed from its labels,
+// annotations and roles. Pure: no I/O, no clock. What is already in OVSDB is chassis_diff's job.
+//
+// Inputs:
+//   network role                          -> ovn-cms-options item enable-chassis-as-gw
+//   topology.kubernetes.io/zone=<az>      -> ovn-cms-options item availability-zones=<az>
+//                                            (with the network role only: Neutron reads AZs
+//                                            from gateway chassis)
+//   network.openkeel.io/bridge-mappings   -> ovn-bridge-mappings, one bridge per mapping
+//     annotation: native OVN syntax "physnet1:br-ex,physnet2:br-vlan" (wins over the label)
+//     label:      the same text with ':' written "_c", ',' written "_s" and '_' written "__"
+//                 ("physnet1_cbr-ex_sphysnet2_cbr-vlan"), see decodeMappingsLabel()
+//   network.openkeel.io/external-nic=<nic> -> <nic> a port of the first mapping's bridge (or of
+//                                            OvsConfig::defaultExternalBridge)
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/result.h"
+#include "k8s/objects.h"
+#include "ovsdb/config.h"
+
+namespace okna::ovsdb {
+
+inline constexpr const char* kNetworkRole = "network";
+inline constexpr const char* kZoneLabel = "topology.kubernetes.io/zone";
+inline constexpr const char* kBridgeMappingsKey = "network.openkeel.io/bridge-mappings";
+inline constexpr const char* kExternalNicKey = "network.openkeel.io/external-nic";
+inline constexpr const char* kCmsOptions = "ovn-cms-options";
+inline constexpr const char* kBridgeMappings = "ovn-bridge-mappings";
+inline constexpr const char* kGatewayItem = "enable-chassis-as-gw";
+
+struct BridgeMapping {
+  std::string physnet;
+  std::string bridge;
+  /** "physnet:bridge", one item of ovn-bridge-mappings. */
+  std::string item() const { return physnet + ":" + bridge; }
+  bool operator==(const BridgeMapping&) const = default;
+};
+
+struct DesiredBridge {
+  std::string name;
+  // Ports the agent wants on it (the external NIC), besides the bridge's own internal port.
+  std::vector<std::string> ports;
+  bool operator==(const DesiredBridge&) const = default;
+};
+
+/** A problem with a Node input; `reason` is the Kubernetes Event reason. */
+struct ChassisWarning {
+  std::string reason;
+  std::string message;
+  bool operator==(const ChassisWarning&) const = default;
+};
+
+struct DesiredChassis {
+  // The node has the network role: the gateway items are applied. The reconciler keeps this
+  // true while a planned failover drains the node (see chassis_reconciler.h).
+  bool gateway = false;
+  // The ovn-cms-options items of a gateway (enable-chassis-as-gw, availability-zones=<az>),
+  // computed even without the role so that a drain can keep them.
+  std::vector<std::string> gatewayCmsItems;
+  std::vector<BridgeMapping> bridgeMappings;
+  // Every bridge of a mapping, then the external NIC's bridge if no mapping names it.
+  std::vector<DesiredBridge> bridges;
+  std::vector<ChassisWarning> warnings;
+
+  /** The ovn-cms-options items the agent owns now: gatewayCmsItems if gateway, else none. */
+  std::vector<std::string> cmsItems() const;
+  bool operator==(const DesiredChassis&) const = default;
+};
+
+DesiredChassis planChassis(const OvsConfig& config, const k8s::NodeInfo& node,
+                           const std::set<std::string>& roles);
+
+/** `"ovs": {"external_ids": {key: value}, "bridges": [{"name", "ports"}]}` of --dry-run: the
+ *  values the agent's own items give (foreign items in the live database come on top). */
+nlohmann::json toDryRunJson(const DesiredChassis& desired);
+
+/** Parses "physnet1:br-ex,physnet2:br-vlan"; the error says what is wrong, not where. */
+core::Result<std::vector<BridgeMapping>> parseBridgeMappings(const std::string& text);
+/** Label encoding -> native syntax: "_c" -> ':', "_s" -> ',', "__" -> '_'. */
+core::Result<std::string> decodeMappingsLabel(const std::string& label);
+/** Native syntax -> label encoding (for messages and docs); may exceed 63 characters. */
+std::string encodeMappingsLabel(const std::string& native);
+
+}  // namespace okna::ovsdb

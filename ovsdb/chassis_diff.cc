@@ -1,0 +1,255 @@
+#include "ovsdb/chassis_diff.h"
+
+#include <algorithm>
+#include <set>
+
+namespace okna::ovsdb {
+
+namespace {
+
+template <typename T>
+bool contains(const std::vector<T>& v, const T& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+// ovn-controller and Neutron split these lists on ',' and compare trimmed items; matching the
+// same way keeps " enable-chassis-as-gw" (written by someone else) from being added twice.
+std::string trim(const std::string& s) {
+  const auto first = s.find_first_not_of(" \t");
+  if (first == std::string::npos) return "";
+  return s.substr(first, s.find_last_not_of(" \t") - first + 1);
+}
+
+// Empty tokens (",,") are kept: they are someone else's bytes.
+std::vector<std::string> splitList(const std::string& value) {
+  std::vector<std::string> out;
+  if (value.empty()) return out;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = value.find(',', start);
+    out.push_back(value.substr(start, comma == std::string::npos ? value.npos : comma - start));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + items[i];
+  return out;
+}
+
+// The part of an item that must be unique in its list: "availability-zones" of
+// "availability-zones=az1", "physnet1" of "physnet1:br-ex".
+std::string itemKey(const std::string& item, char separator) {
+  return item.substr(0, item.find(separator));
+}
+
+struct KeyChanges {
+  std::vector<OvsOp> sets;
+  std::vector<OvsOp> deletes;
+};
+
+// Merges the agent's `desired` items into the observed list at `key`. `ownedBefore` are the items
+// the record says the agent added; the items it owns afterwards are written to `ownedAfter`.
+void mergeList(const std::string& key, char separator, const std::vector<std::string>& desired,
+               const std::vector<std::string>& ownedBefore, const ObservedOvs& observed,
+               const OwnershipRecord& before, std::vector<std::string>& ownedAfter, ChassisOps& out,
+               KeyChanges& changes) {
+  const auto it = observed.externalIds.find(key);
+  const bool exists = it != observed.externalIds.end();
+  const std::vector<std::string> tokens =
+      exists ? splitList(it->second) : std::vector<std::string>{};
+  std::vector<std::string> trimmed;
+  for (const auto& t : tokens) trimmed.push_back(trim(t));
+
+  std::vector<std::string> result;
+  std::set<std::string> placed;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const std::string& t = trimmed[i];
+    if (contains(desired, t)) {
+      result.push_back(tokens[i]);
+      placed.insert(t);
+      if (contains(ownedBefore, t) && !contains(ownedAfter, t)) ownedAfter.push_back(t);
+    } else if (contains(ownedBefore, t)) {
+      // Ours and no longer wanted: replaced in place by the wanted item with the same key, if any.
+      for (const auto& d : desired) {
+        if (itemKey(d, separator) != itemKey(t, separator) || placed.count(d) ||
+            contains(trimmed, d))
+          continue;
+        result.push_back(d);
+        placed.insert(d);
+        ownedAfter.push_back(d);
+        break;
+      }
+    } else {
+      result.push_back(tokens[i]);
+    }
+  }
+  for (const auto& d : desired) {
+    if (placed.count(d)) continue;
+    std::string foreign;
+    for (const auto& r : result) {
+      const std::string t = trim(r);
+      if (!contains(ownedAfter, t) && itemKey(t, separator) == itemKey(d, separator)) foreign = t;
+    }
+    if (!foreign.empty()) {
+      out.notes.push_back(key + ": \"" + foreign + "\" was set by someone else; not adding \"" + d +
+                          "\"");
+      continue;
+    }
+    result.push_back(d);
+    placed.insert(d);
+    ownedAfter.push_back(d);
+  }
+
+  bool created = contains(before.createdKeys, key);
+  const std::string value = join(result);
+  if (!exists) {
+    if (result.empty()) return;
+    changes.sets.push_back({OvsOp::Kind::SetExternalId, key, value});
+    created = true;
+  } else if (result.empty() && created) {
+    changes.deletes.push_back({OvsOp::Kind::DeleteExternalId, key, ""});
+    created = false;
+  } else if (value != it->second) {
+    changes.sets.push_back({OvsOp::Kind::SetExternalId, key, value});
+  }
+  if (created) out.owned.createdKeys.push_back(key);
+}
+
+const DesiredBridge* findBridge(const DesiredChassis& d, const std::string& name) {
+  for (const auto& b : d.bridges)
+    if (b.name == name) return &b;
+  return nullptr;
+}
+
+}  // namespace
+
+ChassisOps diffChassis(const DesiredChassis& desired, const ObservedOvs& observed) {
+  ChassisOps out;
+  if (!observed.hasRoot) {
+    out.notes.push_back("the Open_vSwitch table has no row yet (ovs-vsctl init)");
+    return out;
+  }
+  OwnershipRecord before;
+  const auto recordIt = observed.externalIds.find(kOwnershipKey);
+  if (recordIt != observed.externalIds.end()) {
+    auto parsed = parseOwnership(recordIt->second);
+    if (parsed) {
+      before = std::move(*parsed);
+    } else {
+      // Owning nothing is the safe reading: nothing is deleted that might not be ours.
+      out.notes.push_back(std::string("external_ids:") + kOwnershipKey + " is unreadable (" +
+                          parsed.error().message + "); treating nothing as the agent's own");
+    }
+  }
+
+  KeyChanges keys;
+  mergeList(kCmsOptions, '=', desired.cmsItems(), before.cmsItems, observed, before,
+            out.owned.cmsItems, out, keys);
+  std::vector<std::string> mappingItems;
+  for (const auto& m : desired.bridgeMappings) mappingItems.push_back(m.item());
+  mergeList(kBridgeMappings, ':', mappingItems, before.mappings, observed, before,
+            out.owned.mappings, out, keys);
+  out.verifyExternalIds = !keys.sets.empty() || !keys.deletes.empty();
+
+  // Same datapath as br-int: a netdev (DPDK/userspace) chassis needs netdev bridges.
+  const auto brInt = observed.bridges.find("br-int");
+  const std::string datapathType =
+      brInt == observed.bridges.end() ? "" : brInt->second.datapathType;
+  const auto bridgeOfPort = [&](const std::string& port) -> std::string {
+    for (const auto& [name, b] : observed.bridges)
+      if (contains(b.ports, port)) return name;
+    return "";
+  };
+
+  std::vector<OvsOp> adds;
+  for (const auto& b : desired.bridges) {
+    const auto obs = observed.bridges.find(b.name);
+    const bool exists = obs != observed.bridges.end();
+    if (!exists) {
+      adds.push_back({OvsOp::Kind::AddBridge, b.name, datapathType});
+      out.owned.bridges.push_back(b.name);
+      out.verifyBridges = true;
+    } else if (contains(before.bridges, b.name)) {
+      out.owned.bridges.push_back(b.name);
+    }
+    for (const auto& port : b.ports) {
+      const std::pair<std::string, std::string> key{b.name, port};
+      if (exists && contains(obs->second.ports, port)) {
+        if (contains(before.ports, key)) out.owned.ports.push_back(key);
+        continue;
+      }
+      if (const std::string other = bridgeOfPort(port); !other.empty()) {
+        out.notes.push_back("port " + port + " is on bridge " + other + "; not moving it to " +
+                            b.name);
+        continue;
+      }
+      adds.push_back({OvsOp::Kind::AddPort, b.name, port});
+      out.owned.ports.push_back(key);
+    }
+  }
+
+  std::vector<OvsOp> bridgeDeletes;
+  std::set<std::string> deletedBridges;
+  for (const auto& name : before.bridges) {
+    if (findBridge(desired, name)) continue;
+    const auto obs = observed.bridges.find(name);
+    if (obs == observed.bridges.end()) continue;  // already gone: forget it
+    std::vector<std::string> foreign;
+    for (const auto& port : obs->second.ports)
+      if (port != name && !contains(before.ports, std::pair{name, port})) foreign.push_back(port);
+    if (foreign.empty()) {
+      bridgeDeletes.push_back({OvsOp::Kind::DeleteBridge, name, ""});
+      deletedBridges.insert(name);
+    } else {
+      // ovn-controller removes its patch ports once the mapping is gone; the bridge goes on a
+      // later pass. A port an operator added keeps it (and this note) until they remove it.
+      out.owned.bridges.push_back(name);
+      out.notes.push_back("bridge " + name + " is no longer wanted but has ports the agent did " +
+                          "not add (" + join(foreign) + "); not deleting it");
+    }
+  }
+  std::vector<OvsOp> portDeletes;
+  for (const auto& [bridge, port] : before.ports) {
+    const DesiredBridge* d = findBridge(desired, bridge);
+    if ((d && contains(d->ports, port)) || deletedBridges.count(bridge)) continue;
+    const auto obs = observed.bridges.find(bridge);
+    if (obs != observed.bridges.end() && contains(obs->second.ports, port))
+      portDeletes.push_back({OvsOp::Kind::DeletePort, bridge, port});
+  }
+
+  out.ops = std::move(adds);
+  for (auto* group : {&keys.sets, &portDeletes, &bridgeDeletes, &keys.deletes})
+    out.ops.insert(out.ops.end(), group->begin(), group->end());
+  if (out.owned.empty()) {
+    if (recordIt != observed.externalIds.end())
+      out.ops.push_back({OvsOp::Kind::DeleteExternalId, kOwnershipKey, ""});
+  } else if (const std::string record = formatOwnership(out.owned);
+             recordIt == observed.externalIds.end() || recordIt->second != record) {
+    out.ops.push_back({OvsOp::Kind::SetExternalId, kOwnershipKey, record});
+  }
+  if (!out.ops.empty() && !out.verifyExternalIds) out.verifyExternalIds = true;
+  return out;
+}
+
+std::string describe(const OvsOp& op) {
+  switch (op.kind) {
+    case OvsOp::Kind::SetExternalId:
+      return "set external_ids:" + op.a + "=" + op.b;
+    case OvsOp::Kind::DeleteExternalId:
+      return "delete external_ids:" + op.a;
+    case OvsOp::Kind::AddBridge:
+      return "add bridge " + op.a + (op.b.empty() ? "" : " (datapath_type " + op.b + ")");
+    case OvsOp::Kind::AddPort:
+      return "add port " + op.b + " to bridge " + op.a;
+    case OvsOp::Kind::DeletePort:
+      return "delete port " + op.b + " from bridge " + op.a;
+    case OvsOp::Kind::DeleteBridge:
+      return "delete bridge " + op.a;
+  }
+  return "?";
+}
+
+}  // namespace okna::ovsdb

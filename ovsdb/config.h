@@ -1,0 +1,38 @@
+#pragma once
+// Configuration of the OVN chassis layer: where the local Open_vSwitch database and the OVN
+// Southbound database are, and how the planned gateway failover behaves (YAML section `ovs:`).
+
+#include <chrono>
+#include <string>
+
+namespace okna::core {
+class YamlField;
+}
+
+namespace okna::ovsdb {
+
+struct OvsConfig {
+  // Off unless the config has an `ovs:` section (or the agent gets --ovsdb): a node without OVS
+  // must still become ready, and /readyz waits for the OVSDB connection when this is on.
+  bool enabled = false;
+  // The local Open_vSwitch database ("unix:PATH", "tcp:IP:PORT", "ssl:IP:PORT").
+  std::string remote = "unix:/var/run/openvswitch/db.sock";
+  // The OVN Southbound database, read only to see where router gateways are bound. Empty: the
+  // `ovn-remote` external_id of the local Open_vSwitch row (what ovn-controller itself uses).
+  std::string sbRemote;
+  // How long a node losing the network role keeps `enable-chassis-as-gw` while chassisredirect
+  // ports are still bound to it. 0: clear it at once.
+  std::chrono::seconds drainTimeout{120};
+  // The bridge that gets the external NIC when no bridge mapping names one.
+  std::string defaultExternalBridge = "br-ex";
+};
+
+/** Parses the `ovs:` section (its presence enables the layer unless `enabled: false`). Throws
+ *  core::ConfigError naming the field, like every other section's parser. */
+OvsConfig parseOvsConfig(const core::YamlField& section);
+
+/** True for names OVS accepts as a bridge or port on the Linux system datapath: 1 to 15
+ *  characters (IFNAMSIZ - 1) of [A-Za-z0-9._-]. */
+bool isValidOvsIfaceName(const std::string& name);
+
+}  // namespace okna::ovsdb

@@ -1,0 +1,346 @@
+#include "ovsdb/idl_thread.h"
+
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+
+#include "core/health.h"
+#include "core/logging.h"
+#include "ovsdb/ovs_chassis_glue.h"
+
+namespace okna::ovsdb {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr const char* kHeartbeat = "ovsdb-idl";
+constexpr auto kMaxSilence = std::chrono::seconds(10);
+// poll_block wakes at least this often, to beat the heartbeat.
+constexpr long long kTickMs = 1000;
+// After TRY_AGAIN with no replica change yet, retry anyway after this long.
+constexpr auto kTryAgainFallback = std::chrono::milliseconds(500);
+constexpr auto kErrorBackoffMin = std::chrono::seconds(1);
+constexpr auto kErrorBackoffMax = std::chrono::seconds(30);
+
+okna_ovs_op_kind toGlue(OvsOp::Kind kind) {
+  switch (kind) {
+    case OvsOp::Kind::SetExternalId:
+      return OKNA_OVS_SET_EXTERNAL_ID;
+    case OvsOp::Kind::DeleteExternalId:
+      return OKNA_OVS_DEL_EXTERNAL_ID;
+    case OvsOp::Kind::AddBridge:
+      return OKNA_OVS_ADD_BRIDGE;
+    case OvsOp::Kind::AddPort:
+      return OKNA_OVS_ADD_PORT;
+    case OvsOp::Kind::DeletePort:
+      return OKNA_OVS_DEL_PORT;
+    case OvsOp::Kind::DeleteBridge:
+      return OKNA_OVS_DEL_BRIDGE;
+  }
+  return OKNA_OVS_SET_EXTERNAL_ID;
+}
+
+ObservedOvs readObserved(okna_ovs_idl* idl) {
+  ObservedOvs o;
+  o.hasRoot = okna_ovs_idl_has_root(idl) != 0;
+  okna_ovs_idl_foreach_external_id(
+      idl,
+      [](void* ctx, const char* k, const char* v) {
+        static_cast<ObservedOvs*>(ctx)->externalIds[k] = v;
+      },
+      &o);
+  okna_ovs_idl_foreach_bridge(
+      idl,
+      [](void* ctx, const char* name, const char* datapathType) {
+        static_cast<ObservedOvs*>(ctx)->bridges[name].datapathType = datapathType;
+      },
+      &o);
+  okna_ovs_idl_foreach_bridge_port(
+      idl,
+      [](void* ctx, const char* bridge, const char* port) {
+        static_cast<ObservedOvs*>(ctx)->bridges[bridge].ports.push_back(port);
+      },
+      &o);
+  return o;
+}
+
+std::vector<std::string> readGatewayPorts(okna_sb_idl* sb) {
+  std::vector<std::string> ports;
+  // With the conditions of okna_sb_idl_open_gateways, a binding has a chassis only when it is
+  // this chassis.
+  okna_sb_idl_foreach_port_binding(
+      sb,
+      [](void* ctx, const char* lport, const char* type, const char* chassis) {
+        if (std::strcmp(type, "chassisredirect") == 0 && *chassis != '\0')
+          static_cast<std::vector<std::string>*>(ctx)->push_back(lport);
+      },
+      &ports);
+  std::sort(ports.begin(), ports.end());
+  return ports;
+}
+
+std::string valueOr(const std::map<std::string, std::string>& m, const std::string& key) {
+  const auto it = m.find(key);
+  return it == m.end() ? "" : it->second;
+}
+
+}  // namespace
+
+// Everything that lives on the IDL thread.
+class IdlThread::Loop {
+ public:
+  explicit Loop(IdlThread& owner) : owner_(owner), log_(core::logger("ovsdb")) {}
+
+  void run() {
+    ovs_ = okna_ovs_idl_open_chassis(owner_.config_.remote.c_str());
+    while (!owner_.stopping_.load()) {
+      owner_.health_.beat(kHeartbeat);
+      drainWakeFd();
+      takePending();
+      pass();
+      waitForWork();
+    }
+    if (txn_) okna_ovs_txn_destroy(txn_);
+    okna_sb_idl_close(sb_);
+    okna_ovs_idl_close(ovs_);
+  }
+
+ private:
+  void drainWakeFd() {
+    std::uint64_t n = 0;
+    while (::read(owner_.wakeFd_, &n, sizeof n) > 0) {
+    }
+  }
+
+  void takePending() {
+    std::lock_guard lock(owner_.mutex_);
+    if (owner_.pendingGeneration_ != generation_) {
+      desired_ = owner_.pending_;
+      generation_ = owner_.pendingGeneration_;
+      // A new desired state deserves an attempt now, whatever the last error was.
+      retryAt_ = Clock::time_point{};
+    }
+  }
+
+  void pass() {
+    okna_ovs_idl_run(ovs_);
+    if (sb_) okna_sb_idl_run(sb_);
+
+    const bool connected = okna_ovs_idl_is_connected(ovs_) != 0;
+    if (connected && !connected_) {
+      if (everConnected_) {
+        ++snap_.stats.reconnects;
+        log_->info("reconnected to {}: re-asserting the desired state", owner_.config_.remote);
+      }
+      everConnected_ = true;
+    } else if (!connected && connected_) {
+      log_->warn("lost the connection to {}; reconnecting with backoff", owner_.config_.remote);
+    }
+    connected_ = connected;
+    snap_.connected = connected;
+
+    if (txn_) finishTxn();
+
+    const unsigned seqno = okna_ovs_idl_seqno(ovs_);
+    if (seqno != seqno_) {
+      seqno_ = seqno;
+      snap_.ovs = readObserved(ovs_);
+      snap_.systemId = valueOr(snap_.ovs.externalIds, "system-id");
+    }
+    manageSb();
+
+    if (!txn_ && desired_ && connected && snap_.ovs.hasRoot && Clock::now() >= retryAt_ &&
+        (seqno_ != tryAgainSeqno_ || Clock::now() >= tryAgainUntil_))
+      reconcile();
+    publish();
+  }
+
+  void reconcile() {
+    const ChassisOps ops = diffChassis(*desired_, snap_.ovs);
+    if (ops.notes != snap_.notes) {
+      for (const auto& n : ops.notes) log_->warn("{}", n);
+      snap_.notes = ops.notes;
+    }
+    if (ops.empty()) {
+      snap_.convergedGeneration = generation_;
+      return;
+    }
+    std::vector<okna_ovs_op> glueOps;
+    for (const auto& op : ops.ops) {
+      log_->debug("ovsdb op: {}", describe(op));
+      glueOps.push_back({toGlue(op.kind), op.a.c_str(), op.b.c_str()});
+    }
+    txn_ = okna_ovs_txn_start(ovs_, glueOps.data(), glueOps.size(), ops.verifyExternalIds,
+                              ops.verifyBridges, "openkeel-node-agent: OVN chassis configuration");
+    if (!txn_) return;  // the replica changed under the diff; the next change retries
+    txnSeqno_ = seqno_;
+    txnOps_.clear();
+    for (const auto& op : ops.ops) txnOps_.push_back(describe(op));
+    finishTxn();
+  }
+
+  void finishTxn() {
+    const okna_txn_status status = okna_ovs_txn_commit(txn_);
+    if (status == OKNA_TXN_INCOMPLETE) return;
+    switch (status) {
+      case OKNA_TXN_SUCCESS:
+        ++snap_.stats.success;
+        for (const auto& op : txnOps_) log_->info("{}", op);
+        snap_.lastError.clear();
+        errorBackoff_ = {};
+        break;
+      case OKNA_TXN_UNCHANGED:
+        ++snap_.stats.unchanged;
+        break;
+      case OKNA_TXN_TRY_AGAIN:
+        // Retry once the replica has moved past what the diff saw (or after a short while).
+        ++snap_.stats.conflicts;
+        log_->debug("transaction: try again (concurrent change or reconnect)");
+        tryAgainSeqno_ = txnSeqno_;
+        tryAgainUntil_ = Clock::now() + kTryAgainFallback;
+        break;
+      default:
+        ++snap_.stats.errors;
+        snap_.lastError = okna_ovs_txn_error(txn_);
+        errorBackoff_ = std::clamp(errorBackoff_ * 2, std::chrono::milliseconds(kErrorBackoffMin),
+                                   std::chrono::milliseconds(kErrorBackoffMax));
+        retryAt_ = Clock::now() + errorBackoff_;
+        log_->error("OVSDB transaction failed: {}; retrying in {} ms", snap_.lastError,
+                    errorBackoff_.count());
+        break;
+    }
+    okna_ovs_txn_destroy(txn_);
+    txn_ = nullptr;
+  }
+
+  // The SB IDL follows the SB remote and the chassis name: reopened when either changes.
+  void manageSb() {
+    std::string remote = owner_.config_.sbRemote;
+    if (remote.empty()) remote = valueOr(snap_.ovs.externalIds, "ovn-remote");
+    const std::string chassis = snap_.systemId;
+    if (remote != sbRemote_ || chassis != sbChassis_) {
+      okna_sb_idl_close(sb_);
+      sb_ = nullptr;
+      sbRemote_ = remote;
+      sbChassis_ = chassis;
+      snap_.sb = SbState{};
+      snap_.sb.remote = remote;
+      sbSeqno_ = 0;
+      if (!remote.empty() && !chassis.empty()) {
+        log_->info("watching chassisredirect ports of chassis {} in the Southbound DB at {}",
+                   chassis, remote);
+        sb_ = okna_sb_idl_open_gateways(remote.c_str(), chassis.c_str());
+        okna_sb_idl_run(sb_);
+      }
+    }
+    if (!sb_) return;
+    snap_.sb.connected = okna_sb_idl_is_connected(sb_) != 0;
+    const bool synced = okna_sb_idl_has_ever_connected(sb_) != 0;
+    const unsigned seqno = okna_sb_idl_seqno(sb_);
+    if (synced && (!snap_.sb.synced || seqno != sbSeqno_)) {
+      snap_.sb.gatewayPorts = readGatewayPorts(sb_);
+      sbSeqno_ = seqno;
+    }
+    snap_.sb.synced = synced;
+  }
+
+  void publish() {
+    if (published_ && *published_ == snap_) return;
+    published_ = std::make_shared<const Snapshot>(snap_);
+    owner_.onSnapshot_(published_);
+  }
+
+  void waitForWork() {
+    okna_ovs_idl_wait(ovs_);
+    if (sb_) okna_sb_idl_wait(sb_);
+    if (txn_) okna_ovs_txn_wait(txn_);
+    okna_poll_fd_wait(owner_.wakeFd_);
+    long long ms = kTickMs;
+    const auto now = Clock::now();
+    for (const auto at : {retryAt_, tryAgainUntil_})
+      if (at > now)
+        ms = std::min<long long>(
+            ms, std::chrono::duration_cast<std::chrono::milliseconds>(at - now).count() + 1);
+    okna_poll_timer_wait(ms);
+    okna_poll_block();
+  }
+
+  IdlThread& owner_;
+  std::shared_ptr<spdlog::logger> log_;
+  okna_ovs_idl* ovs_ = nullptr;
+  okna_sb_idl* sb_ = nullptr;
+  okna_ovs_txn* txn_ = nullptr;
+  std::vector<std::string> txnOps_;
+  std::shared_ptr<const DesiredChassis> desired_;
+  std::uint64_t generation_ = 0;
+  bool connected_ = false;
+  bool everConnected_ = false;
+  unsigned seqno_ = 0;
+  unsigned txnSeqno_ = 0;
+  // After TRY_AGAIN: wait for the replica to leave this seqno, or for tryAgainUntil_.
+  unsigned tryAgainSeqno_ = ~0U;
+  Clock::time_point tryAgainUntil_{};
+  Clock::time_point retryAt_{};
+  std::chrono::milliseconds errorBackoff_{0};
+  std::string sbRemote_;
+  std::string sbChassis_;
+  unsigned sbSeqno_ = 0;
+  Snapshot snap_;
+  std::shared_ptr<const Snapshot> published_;
+};
+
+IdlThread::IdlThread(OvsConfig config, core::HealthRegistry& health, SnapshotCallback onSnapshot)
+    : config_(std::move(config)), health_(health), onSnapshot_(std::move(onSnapshot)) {
+  wakeFd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wakeFd_ < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
+}
+
+IdlThread::~IdlThread() {
+  stop();
+  ::close(wakeFd_);
+}
+
+void IdlThread::start() {
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  health_.addHeartbeat(kHeartbeat, kMaxSilence);
+  health_.beat(kHeartbeat);
+  // libopenvswitch logs reconnect chatter at INFO on stderr; the agent reports what matters.
+  okna_ovsdb_set_log_level(3);
+  thread_ = std::thread([this] {
+    // Asynchronous signals are the loop thread's business (Asio signal_set); OVS's
+    // fatal-signal code must never run them here.
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    Loop(*this).run();
+  });
+}
+
+void IdlThread::submit(const DesiredChassis& desired, std::uint64_t generation) {
+  {
+    std::lock_guard lock(mutex_);
+    pending_ = std::make_shared<const DesiredChassis>(desired);
+    pendingGeneration_ = generation;
+  }
+  wake();
+}
+
+void IdlThread::wake() {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const auto n = ::write(wakeFd_, &one, sizeof one);
+}
+
+void IdlThread::stop() {
+  if (!thread_.joinable()) return;
+  stopping_ = true;
+  wake();
+  thread_.join();
+}
+
+}  // namespace okna::ovsdb

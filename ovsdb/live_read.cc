@@ -1,0 +1,50 @@
+#include "ovsdb/live_read.h"
+
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "ovsdb/ovs_chassis_glue.h"
+
+namespace okna::ovsdb {
+
+core::Result<ObservedOvs> readObservedOnce(const std::string& remote,
+                                           std::chrono::milliseconds timeout) {
+  okna_ovsdb_set_log_level(2);  // errors only: a dry run prints its own diagnosis
+  std::unique_ptr<okna_ovs_idl, void (*)(okna_ovs_idl*)> idl(
+      okna_ovs_idl_open_chassis(remote.c_str()), okna_ovs_idl_close);
+  if (!idl) return core::makeError("--ovsdb " + remote + ": cannot open");
+  if (okna_ovs_idl_wait_synced(idl.get(), static_cast<int>(timeout.count())) != OKNA_OVSDB_OK)
+    return core::makeError("--ovsdb " + remote + ": not connected after " +
+                           std::to_string(timeout.count()) + " ms (" +
+                           okna_ovs_idl_last_error(idl.get()) + ")");
+  okna_ovs_idl_run(idl.get());
+  ObservedOvs o;
+  o.hasRoot = okna_ovs_idl_has_root(idl.get()) != 0;
+  okna_ovs_idl_foreach_external_id(
+      idl.get(),
+      [](void* ctx, const char* k, const char* v) {
+        static_cast<ObservedOvs*>(ctx)->externalIds[k] = v;
+      },
+      &o);
+  okna_ovs_idl_foreach_bridge(
+      idl.get(),
+      [](void* ctx, const char* name, const char* dp) {
+        static_cast<ObservedOvs*>(ctx)->bridges[name].datapathType = dp;
+      },
+      &o);
+  okna_ovs_idl_foreach_bridge_port(
+      idl.get(),
+      [](void* ctx, const char* bridge, const char* port) {
+        static_cast<ObservedOvs*>(ctx)->bridges[bridge].ports.push_back(port);
+      },
+      &o);
+  return o;
+}
+
+nlohmann::json diffToJson(const ChassisOps& ops) {
+  nlohmann::json out{{"ops", nlohmann::json::array()}, {"notes", ops.notes}};
+  for (const auto& op : ops.ops) out["ops"].push_back(describe(op));
+  return out;
+}
+
+}  // namespace okna::ovsdb

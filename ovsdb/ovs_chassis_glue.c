@@ -1,0 +1,320 @@
+/* ovs_chassis_glue.c -- see ovs_chassis_glue.h. Compiled as C. */
+
+#include <config.h> /* must come first in every translation unit that includes OVS headers */
+
+#include "ovs_chassis_glue.h"
+
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/vswitch-idl.h"
+#include "openvswitch/poll-loop.h"
+#include "ovn-sb-idl.h"
+#include "ovs_idl_glue_private.h"
+#include "ovsdb-idl.h"
+#include "smap.h"
+#include "util.h"
+
+/* ---- poll loop ----------------------------------------------------------------------------- */
+
+void okna_ovs_idl_wait(okna_ovs_idl* h) {
+  if (h) {
+    ovsdb_idl_wait(h->idl);
+  }
+}
+
+void okna_sb_idl_wait(okna_sb_idl* h) {
+  if (h) {
+    ovsdb_idl_wait(h->idl);
+  }
+}
+
+void okna_poll_fd_wait(int fd) {
+  poll_fd_wait(fd, POLLIN);
+}
+
+void okna_poll_timer_wait(long long msec) {
+  poll_timer_wait(msec < 0 ? 0 : msec);
+}
+
+void okna_poll_block(void) {
+  poll_block();
+}
+
+/* ---- Open_vSwitch -------------------------------------------------------------------------- */
+
+okna_ovs_idl* okna_ovs_idl_open_chassis(const char* remote) {
+  if (!remote) {
+    return NULL;
+  }
+  okna_ovs_idl* h = xzalloc(sizeof *h);
+  h->idl = ovsdb_idl_create(remote, &ovsrec_idl_class, false, true);
+  ovsdb_idl_add_column(h->idl, &ovsrec_open_vswitch_col_external_ids);
+  ovsdb_idl_add_column(h->idl, &ovsrec_open_vswitch_col_bridges);
+  ovsdb_idl_add_column(h->idl, &ovsrec_bridge_col_name);
+  ovsdb_idl_add_column(h->idl, &ovsrec_bridge_col_datapath_type);
+  ovsdb_idl_add_column(h->idl, &ovsrec_bridge_col_ports);
+  ovsdb_idl_add_column(h->idl, &ovsrec_port_col_name);
+  ovsdb_idl_add_column(h->idl, &ovsrec_port_col_interfaces);
+  ovsdb_idl_add_column(h->idl, &ovsrec_interface_col_name);
+  ovsdb_idl_add_column(h->idl, &ovsrec_interface_col_type);
+  return h;
+}
+
+int okna_ovs_idl_has_ever_connected(const okna_ovs_idl* h) {
+  return h && ovsdb_idl_has_ever_connected(h->idl);
+}
+
+int okna_ovs_idl_has_root(okna_ovs_idl* h) {
+  return h && ovsrec_open_vswitch_first(h->idl) != NULL;
+}
+
+void okna_ovs_idl_foreach_bridge(okna_ovs_idl* h, okna_ovs_bridge_cb cb, void* ctx) {
+  const struct ovsrec_open_vswitch* ovs = h ? ovsrec_open_vswitch_first(h->idl) : NULL;
+  if (!ovs || !cb) {
+    return;
+  }
+  for (size_t i = 0; i < ovs->n_bridges; i++) {
+    const struct ovsrec_bridge* br = ovs->bridges[i];
+    cb(ctx, br->name, br->datapath_type ? br->datapath_type : "");
+  }
+}
+
+void okna_ovs_idl_foreach_bridge_port(okna_ovs_idl* h, okna_ovs_port_cb cb, void* ctx) {
+  const struct ovsrec_open_vswitch* ovs = h ? ovsrec_open_vswitch_first(h->idl) : NULL;
+  if (!ovs || !cb) {
+    return;
+  }
+  for (size_t i = 0; i < ovs->n_bridges; i++) {
+    const struct ovsrec_bridge* br = ovs->bridges[i];
+    for (size_t j = 0; j < br->n_ports; j++) {
+      cb(ctx, br->name, br->ports[j]->name);
+    }
+  }
+}
+
+static const struct ovsrec_bridge* find_bridge(const struct ovsrec_open_vswitch* ovs,
+                                               const char* name) {
+  for (size_t i = 0; i < ovs->n_bridges; i++) {
+    if (!strcmp(ovs->bridges[i]->name, name)) {
+      return ovs->bridges[i];
+    }
+  }
+  return NULL;
+}
+
+static const struct ovsrec_port* find_port(const struct ovsrec_bridge* br, const char* name) {
+  for (size_t i = 0; i < br->n_ports; i++) {
+    if (!strcmp(br->ports[i]->name, name)) {
+      return br->ports[i];
+    }
+  }
+  return NULL;
+}
+
+/* A Port with one Interface of the same name, as ovs-vsctl add-port / add-br create them. */
+static struct ovsrec_port* insert_port(struct ovsdb_idl_txn* txn, const char* name,
+                                       const char* iface_type) {
+  struct ovsrec_interface* iface = ovsrec_interface_insert(txn);
+  ovsrec_interface_set_name(iface, name);
+  if (iface_type) {
+    ovsrec_interface_set_type(iface, iface_type);
+  }
+  struct ovsrec_port* port = ovsrec_port_insert(txn);
+  ovsrec_port_set_name(port, name);
+  ovsrec_port_set_interfaces(port, &iface, 1);
+  return port;
+}
+
+struct okna_ovs_txn {
+  struct ovsdb_idl_txn* txn;
+  char error[256];
+};
+
+/* New bridges of this transaction: their ports are set once, at the end. */
+struct new_bridge {
+  const char* name;
+  struct ovsrec_bridge* row;
+  struct ovsrec_port** ports;
+  size_t n_ports;
+};
+
+static struct new_bridge* find_new_bridge(struct new_bridge* nb, size_t n, const char* name) {
+  for (size_t i = 0; i < n; i++) {
+    if (!strcmp(nb[i].name, name)) {
+      return &nb[i];
+    }
+  }
+  return NULL;
+}
+
+okna_ovs_txn* okna_ovs_txn_start(okna_ovs_idl* h, const okna_ovs_op* ops, size_t n_ops,
+                                 int verify_external_ids, int verify_bridges, const char* comment) {
+  const struct ovsrec_open_vswitch* ovs = h ? ovsrec_open_vswitch_first(h->idl) : NULL;
+  if (!ovs) {
+    return NULL;
+  }
+  struct ovsdb_idl_txn* txn = ovsdb_idl_txn_create(h->idl);
+  if (comment) {
+    ovsdb_idl_txn_add_comment(txn, "%s", comment);
+  }
+  if (verify_external_ids) {
+    ovsrec_open_vswitch_verify_external_ids(ovs);
+  }
+  if (verify_bridges) {
+    ovsrec_open_vswitch_verify_bridges(ovs);
+  }
+  struct new_bridge* nb = xcalloc(n_ops ? n_ops : 1, sizeof *nb);
+  size_t n_nb = 0;
+  int ok = 1;
+  for (size_t i = 0; i < n_ops && ok; i++) {
+    const okna_ovs_op* op = &ops[i];
+    switch (op->kind) {
+      case OKNA_OVS_SET_EXTERNAL_ID:
+        ovsrec_open_vswitch_update_external_ids_setkey(ovs, op->a, op->b);
+        break;
+      case OKNA_OVS_DEL_EXTERNAL_ID:
+        /* The IDL drops (and warns about) a delkey the replica cannot apply. */
+        if (smap_get(&ovs->external_ids, op->a)) {
+          ovsrec_open_vswitch_update_external_ids_delkey(ovs, op->a);
+        }
+        break;
+      case OKNA_OVS_ADD_BRIDGE: {
+        struct new_bridge* b = &nb[n_nb++];
+        b->name = op->a;
+        b->row = ovsrec_bridge_insert(txn);
+        ovsrec_bridge_set_name(b->row, op->a);
+        if (op->b && *op->b) {
+          ovsrec_bridge_set_datapath_type(b->row, op->b);
+        }
+        b->ports = xcalloc(n_ops + 1, sizeof *b->ports);
+        b->ports[b->n_ports++] = insert_port(txn, op->a, "internal");
+        ovsrec_open_vswitch_update_bridges_addvalue(ovs, b->row);
+        break;
+      }
+      case OKNA_OVS_ADD_PORT: {
+        struct new_bridge* b = find_new_bridge(nb, n_nb, op->a);
+        if (b) {
+          b->ports[b->n_ports++] = insert_port(txn, op->b, NULL);
+          break;
+        }
+        const struct ovsrec_bridge* br = find_bridge(ovs, op->a);
+        if (!br) {
+          ok = 0;
+          break;
+        }
+        ovsrec_bridge_verify_ports(br);
+        ovsrec_bridge_update_ports_addvalue(br, insert_port(txn, op->b, NULL));
+        break;
+      }
+      case OKNA_OVS_DEL_PORT: {
+        const struct ovsrec_bridge* br = find_bridge(ovs, op->a);
+        const struct ovsrec_port* port = br ? find_port(br, op->b) : NULL;
+        if (port) {
+          ovsrec_bridge_verify_ports(br);
+          ovsrec_bridge_update_ports_delvalue(br, port);
+        }
+        break;
+      }
+      case OKNA_OVS_DEL_BRIDGE: {
+        /* Bridge, Port and Interface are not root tables: the server garbage-collects them. */
+        const struct ovsrec_bridge* br = find_bridge(ovs, op->a);
+        if (br) {
+          ovsrec_open_vswitch_update_bridges_delvalue(ovs, br);
+        }
+        break;
+      }
+    }
+  }
+  for (size_t i = 0; i < n_nb; i++) {
+    if (ok) {
+      ovsrec_bridge_set_ports(nb[i].row, nb[i].ports, nb[i].n_ports);
+    }
+    free(nb[i].ports);
+  }
+  free(nb);
+  if (!ok) {
+    ovsdb_idl_txn_abort(txn);
+    ovsdb_idl_txn_destroy(txn);
+    return NULL;
+  }
+  okna_ovs_txn* t = xzalloc(sizeof *t);
+  t->txn = txn;
+  return t;
+}
+
+okna_txn_status okna_ovs_txn_commit(okna_ovs_txn* t) {
+  enum ovsdb_idl_txn_status status = ovsdb_idl_txn_commit(t->txn);
+  switch (status) {
+    case TXN_INCOMPLETE:
+      return OKNA_TXN_INCOMPLETE;
+    case TXN_SUCCESS:
+      return OKNA_TXN_SUCCESS;
+    case TXN_UNCHANGED:
+      return OKNA_TXN_UNCHANGED;
+    case TXN_TRY_AGAIN:
+      return OKNA_TXN_TRY_AGAIN;
+    case TXN_UNCOMMITTED:
+    case TXN_ABORTED:
+    case TXN_NOT_LOCKED:
+    case TXN_ERROR:
+    default: {
+      const char* detail = ovsdb_idl_txn_get_error(t->txn);
+      snprintf(t->error, sizeof t->error, "%s%s%s", ovsdb_idl_txn_status_to_string(status),
+               detail && *detail ? ": " : "", detail ? detail : "");
+      return OKNA_TXN_ERROR;
+    }
+  }
+}
+
+void okna_ovs_txn_wait(okna_ovs_txn* t) {
+  if (t) {
+    ovsdb_idl_txn_wait(t->txn);
+  }
+}
+
+const char* okna_ovs_txn_error(const okna_ovs_txn* t) {
+  return t ? t->error : "";
+}
+
+void okna_ovs_txn_destroy(okna_ovs_txn* t) {
+  if (t) {
+    ovsdb_idl_txn_destroy(t->txn);
+    free(t);
+  }
+}
+
+/* ---- OVN_Southbound ------------------------------------------------------------------------ */
+
+okna_sb_idl* okna_sb_idl_open_gateways(const char* remote, const char* chassis_name) {
+  if (!remote) {
+    return NULL;
+  }
+  okna_sb_idl* h = xzalloc(sizeof *h);
+  h->idl = ovsdb_idl_create(remote, &sbrec_idl_class, false, true);
+  ovsdb_idl_set_leader_only(h->idl, false);
+  ovsdb_idl_add_column(h->idl, &sbrec_chassis_col_name);
+  ovsdb_idl_add_column(h->idl, &sbrec_port_binding_col_logical_port);
+  ovsdb_idl_add_column(h->idl, &sbrec_port_binding_col_type);
+  ovsdb_idl_add_column(h->idl, &sbrec_port_binding_col_chassis);
+
+  struct ovsdb_idl_condition chassis = OVSDB_IDL_CONDITION_INIT(&chassis);
+  sbrec_chassis_add_clause_name(&chassis, OVSDB_F_EQ, chassis_name ? chassis_name : "");
+  sbrec_chassis_set_condition(h->idl, &chassis);
+  ovsdb_idl_condition_destroy(&chassis);
+
+  struct ovsdb_idl_condition pbs = OVSDB_IDL_CONDITION_INIT(&pbs);
+  sbrec_port_binding_add_clause_type(&pbs, OVSDB_F_EQ, "chassisredirect");
+  sbrec_port_binding_set_condition(h->idl, &pbs);
+  ovsdb_idl_condition_destroy(&pbs);
+  return h;
+}
+
+int okna_sb_idl_is_connected(const okna_sb_idl* h) {
+  return h && ovsdb_idl_is_connected(h->idl);
+}
+
+int okna_sb_idl_has_ever_connected(const okna_sb_idl* h) {
+  return h && ovsdb_idl_has_ever_connected(h->idl);
+}

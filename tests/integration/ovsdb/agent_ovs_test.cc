@@ -1,0 +1,115 @@
+// End to end: the real agent binary against the fake kube-apiserver and a REAL ovsdb-server.
+// Label and annotation edits at the API server reach Open_vSwitch external_ids and bridges; an
+// invalid mappings value applies nothing for that key and raises a Node Event; /readyz waits
+// for the OVSDB. Needs the agent wiring (--ovsdb flag, ovs: section; /tmp/ovs-agent-wiring.patch).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/fakes/agent_process.h"
+#include "tests/fakes/fake_apiserver_fixture.h"
+#include "tests/integration/ovsdb/ovs_test_util.h"
+
+namespace okna {
+namespace {
+
+using namespace std::chrono_literals;
+using okna::testing::AgentProcess;
+using okna::testing::bridgeExists;
+using okna::testing::externalId;
+using okna::testing::FakeApiServer;
+using okna::testing::OvsdbServer;
+using okna::testing::ports;
+using okna::testing::waitFor;
+
+// OKNA_TEST_DATA_DIR is only set for tests under tests/CMakeLists.txt.
+const std::string kData = std::string(OKNA_SOURCE_DIR) + "/tests/data";
+const char* kConfig = R"(
+kubernetes:
+  watchTimeoutSeconds: {min: 60, max: 90}
+  backoff: {initialMs: 100, maxMs: 800}
+logging: {level: debug}
+ovs: {drainTimeoutSeconds: 0}
+placement: {enabled: false}   # about OVS only
+)";
+
+class AgentOvsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    OKNA_SKIP_WITHOUT_OVSDB(OvsdbServer::Kind::OpenVSwitch);
+    if (!std::filesystem::exists("/usr/bin/python3"))
+      GTEST_SKIP() << "/usr/bin/python3 is not installed";
+    ovs_ = std::make_unique<OvsdbServer>(OvsdbServer::Kind::OpenVSwitch);
+    ovs_->vsctl(
+        {"add-br", "br-int", "--", "set", "Open_vSwitch", ".", "external_ids:foreign=\"keep,me\""});
+    // lab-1: network role, zone "lab", annotation bridge-mappings provider:br-ex.
+    server_ = std::make_unique<FakeApiServer>(std::vector<std::string>{kData + "/lab-1.node.yaml"});
+    agent_ = std::make_unique<AgentProcess>(
+        server_->dir(), kConfig,
+        std::vector<std::string>{"--node-name", "lab-1", "--kubeconfig", server_->kubeconfig(),
+                                 "--context", "node-agent", "--ovsdb", ovs_->remote()});
+  }
+
+  void patchNode(const std::string& body) {
+    auto r = server_->admin("PATCH", "/api/v1/nodes/lab-1", body);
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+
+  std::unique_ptr<OvsdbServer> ovs_;
+  std::unique_ptr<FakeApiServer> server_;
+  std::unique_ptr<AgentProcess> agent_;
+};
+
+TEST_F(AgentOvsTest, LabelChangesReachOvsdbLive) {
+  ASSERT_TRUE(waitFor([&] { return agent_->get("/readyz").status == 200; }, 20s)) << agent_->log();
+  EXPECT_NE(agent_->get("/readyz?verbose").body.find("ovsdb"), std::string::npos);
+  EXPECT_EQ(externalId(*ovs_, "ovn-cms-options"), "enable-chassis-as-gw,availability-zones=lab");
+  EXPECT_EQ(externalId(*ovs_, "ovn-bridge-mappings"), "provider:br-ex");
+  EXPECT_TRUE(bridgeExists(*ovs_, "br-ex"));
+  EXPECT_EQ(agent_->plan()["ovs"]["external_ids"]["ovn-bridge-mappings"], "provider:br-ex");
+
+  patchNode(R"({"metadata":{"labels":{"network.openkeel.io/external-nic":"bond1"}}})");
+  ASSERT_TRUE(
+      waitFor([&] { return ports(*ovs_, "br-ex") == std::vector<std::string>{"bond1"}; }, 10s))
+      << agent_->log();
+
+  // An invalid mappings value: nothing for that key, a warning naming it, a Node Event.
+  patchNode(
+      R"({"metadata":{"annotations":{"network.openkeel.io/bridge-mappings":"provider:br-ex,x"}}})");
+  ASSERT_TRUE(waitFor([&] { return !externalId(*ovs_, "ovn-bridge-mappings"); }, 10s))
+      << agent_->log();
+  EXPECT_NE(agent_->log().find("\"provider:br-ex,x\" is invalid"), std::string::npos);
+  ASSERT_TRUE(waitFor(
+      [&] {
+        return server_->admin("GET", "/api/v1/namespaces/default/events")
+                   .body.find("InvalidBridgeMappings") != std::string::npos;
+      },
+      10s));
+
+  // The network role goes (drainTimeoutSeconds: 0): the gateway items go, foreign keys stay.
+  patchNode(R"({"metadata":{"labels":{"node-role.openkeel.io/network":null}}})");
+  ASSERT_TRUE(waitFor([&] { return !externalId(*ovs_, "ovn-cms-options"); }, 10s)) << agent_->log();
+  EXPECT_EQ(externalId(*ovs_, "foreign"), "keep,me");
+  EXPECT_GE(agent_->metric(R"(okna_ovsdb_transactions_total{result="success"})"), 3);
+}
+
+TEST_F(AgentOvsTest, NotReadyWhileOvsdbIsDownAndReassertedAfter) {
+  ASSERT_TRUE(waitFor([&] { return agent_->get("/readyz").status == 200; }, 20s)) << agent_->log();
+  ovs_->kill();
+  ASSERT_TRUE(waitFor([&] { return agent_->get("/readyz").status == 503; }, 10s));
+  EXPECT_NE(agent_->get("/readyz?verbose").body.find("[-]ovsdb"), std::string::npos);
+  ovs_->restartWithEmptyDatabase();
+  ASSERT_TRUE(waitFor(
+      [&] {
+        return externalId(*ovs_, "ovn-cms-options") ==
+                   "enable-chassis-as-gw,availability-zones=lab" &&
+               bridgeExists(*ovs_, "br-ex");
+      },
+      20s))
+      << agent_->log();
+  ASSERT_TRUE(waitFor([&] { return agent_->get("/readyz").status == 200; }, 10s));
+  EXPECT_GE(agent_->metric("okna_ovsdb_reconnects_total"), 1);
+}
+
+}  // namespace
+}  // namespace okna

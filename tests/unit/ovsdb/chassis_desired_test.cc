@@ -1,0 +1,203 @@
+// planChassis: each Node input alone and together, the label encoding of bridge mappings, and
+// malformed values that must apply nothing for their key.
+#include "ovsdb/chassis_desired.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace okna::ovsdb {
+namespace {
+
+k8s::NodeInfo node(k8s::StringMap labels, k8s::StringMap annotations = {}) {
+  k8s::NodeInfo n;
+  n.name = "net-1";
+  n.labels = std::move(labels);
+  n.annotations = std::move(annotations);
+  return n;
+}
+
+const std::set<std::string> kNetwork{"network"};
+const std::set<std::string> kCompute{"compute"};
+
+TEST(PlanChassis, NothingWithoutInputs) {
+  const DesiredChassis d = planChassis({}, node({}), kCompute);
+  EXPECT_FALSE(d.gateway);
+  EXPECT_TRUE(d.cmsItems().empty());
+  EXPECT_TRUE(d.bridgeMappings.empty());
+  EXPECT_TRUE(d.bridges.empty());
+  EXPECT_TRUE(d.warnings.empty());
+  EXPECT_EQ(toDryRunJson(d).dump(), R"({"bridges":[],"external_ids":{}})");
+}
+
+TEST(PlanChassis, NetworkRoleMakesAGatewayChassis) {
+  const DesiredChassis d = planChassis({}, node({}), kNetwork);
+  EXPECT_TRUE(d.gateway);
+  EXPECT_EQ(d.cmsItems(), std::vector<std::string>{"enable-chassis-as-gw"});
+}
+
+TEST(PlanChassis, ZoneIsAGatewayItem) {
+  const auto labels = k8s::StringMap{{"topology.kubernetes.io/zone", "zone-a"}};
+  const DesiredChassis gw = planChassis({}, node(labels), kNetwork);
+  EXPECT_EQ(gw.cmsItems(),
+            (std::vector<std::string>{"enable-chassis-as-gw", "availability-zones=zone-a"}));
+  // Without the role nothing gateway-related is applied, but a drain can still keep it.
+  const DesiredChassis compute = planChassis({}, node(labels), kCompute);
+  EXPECT_TRUE(compute.cmsItems().empty());
+  EXPECT_EQ(compute.gatewayCmsItems, gw.gatewayCmsItems);
+  // An empty zone label is no zone.
+  EXPECT_EQ(planChassis({}, node({{"topology.kubernetes.io/zone", ""}}), kNetwork).cmsItems(),
+            std::vector<std::string>{"enable-chassis-as-gw"});
+}
+
+TEST(PlanChassis, MappingsFromTheAnnotationInNativeSyntax) {
+  const DesiredChassis d = planChassis(
+      {}, node({}, {{kBridgeMappingsKey, "physnet1:br-ex,physnet2:br-vlan"}}), kCompute);
+  ASSERT_EQ(d.bridgeMappings.size(), 2u);
+  EXPECT_EQ(d.bridgeMappings[0], (BridgeMapping{"physnet1", "br-ex"}));
+  EXPECT_EQ(d.bridgeMappings[1], (BridgeMapping{"physnet2", "br-vlan"}));
+  EXPECT_EQ(d.bridges, (std::vector<DesiredBridge>{{"br-ex", {}}, {"br-vlan", {}}}));
+  EXPECT_TRUE(d.warnings.empty());
+  EXPECT_EQ(toDryRunJson(d)["external_ids"]["ovn-bridge-mappings"],
+            "physnet1:br-ex,physnet2:br-vlan");
+}
+
+TEST(PlanChassis, MappingsFromTheLabelEncoding) {
+  const DesiredChassis d = planChassis(
+      {}, node({{kBridgeMappingsKey, "physnet1_cbr-ex_sphys__net.2_cbr_vlan"}}), kCompute);
+  // "_v" is not an escape: the whole value is rejected.
+  EXPECT_TRUE(d.bridgeMappings.empty());
+  ASSERT_EQ(d.warnings.size(), 1u);
+  EXPECT_EQ(d.warnings[0].reason, "InvalidBridgeMappings");
+  EXPECT_NE(d.warnings[0].message.find("physnet1_cbr-ex_sphys__net.2_cbr_vlan"), std::string::npos);
+
+  const DesiredChassis ok = planChassis(
+      {}, node({{kBridgeMappingsKey, "physnet1_cbr-ex_sphys__net.2_cbr__vlan"}}), kCompute);
+  EXPECT_TRUE(ok.warnings.empty());
+  EXPECT_EQ(ok.bridgeMappings,
+            (std::vector<BridgeMapping>{{"physnet1", "br-ex"}, {"phys_net.2", "br_vlan"}}));
+}
+
+TEST(PlanChassis, AnnotationWinsOverTheLabel) {
+  const DesiredChassis d = planChassis(
+      {},
+      node({{kBridgeMappingsKey, "physnet1_cbr-old"}}, {{kBridgeMappingsKey, "physnet1:br-new"}}),
+      kCompute);
+  EXPECT_EQ(d.bridgeMappings, (std::vector<BridgeMapping>{{"physnet1", "br-new"}}));
+  ASSERT_EQ(d.warnings.size(), 1u);
+  EXPECT_EQ(d.warnings[0].reason, "BridgeMappingsLabelIgnored");
+  // The same value in both: no warning.
+  EXPECT_TRUE(planChassis({},
+                          node({{kBridgeMappingsKey, "physnet1_cbr-new"}},
+                               {{kBridgeMappingsKey, "physnet1:br-new"}}),
+                          kCompute)
+                  .warnings.empty());
+}
+
+TEST(PlanChassis, MalformedAnnotationAppliesNoMappingNotEvenTheLabel) {
+  const DesiredChassis d = planChassis({},
+                                       node({{kBridgeMappingsKey, "physnet1_cbr-ex"}},
+                                            {{kBridgeMappingsKey, "physnet1:br-ex,physnet2"}}),
+                                       kCompute);
+  EXPECT_TRUE(d.bridgeMappings.empty());
+  EXPECT_TRUE(d.bridges.empty());
+  ASSERT_EQ(d.warnings.size(), 1u);
+  EXPECT_NE(d.warnings[0].message.find("\"physnet1:br-ex,physnet2\""), std::string::npos);
+  EXPECT_NE(d.warnings[0].message.find("\"physnet2\" is not PHYSNET:BRIDGE"), std::string::npos)
+      << d.warnings[0].message;
+}
+
+struct BadMapping {
+  std::string text;
+  std::string why;
+};
+
+class ParseBridgeMappingsBad : public ::testing::TestWithParam<BadMapping> {};
+
+TEST_P(ParseBridgeMappingsBad, IsRejectedWithAReason) {
+  auto r = parseBridgeMappings(GetParam().text);
+  ASSERT_FALSE(r.ok()) << GetParam().text;
+  EXPECT_NE(r.error().message.find(GetParam().why), std::string::npos) << r.error().message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, ParseBridgeMappingsBad,
+    ::testing::Values(
+        BadMapping{"physnet1", "not PHYSNET:BRIDGE"},
+        BadMapping{"physnet1:br-ex:x", "not PHYSNET:BRIDGE"},
+        BadMapping{"physnet1:br-ex,", "empty item"}, BadMapping{",physnet1:br-ex", "empty item"},
+        BadMapping{":br-ex", "physical network \"\""},
+        BadMapping{"phys net:br-ex", "physical network \"phys net\""},
+        BadMapping{"p=1:br-ex", "physical network"}, BadMapping{"physnet1:", "bridge \"\""},
+        BadMapping{"physnet1:br-ex-with-long-name", "bridge \"br-ex-with-long-name\""},
+        BadMapping{"physnet1:br/ex", "bridge"},
+        BadMapping{"physnet1:br-ex,physnet1:br-vlan", "mapped twice"}));
+
+TEST(ParseBridgeMappings, GoodValues) {
+  EXPECT_TRUE(parseBridgeMappings("")->empty());
+  EXPECT_EQ(parseBridgeMappings("datacentre:br-ex")->size(), 1u);
+  // Two physnets on one bridge are allowed (ovn-controller accepts it).
+  EXPECT_EQ(parseBridgeMappings("a:br-ex,b:br-ex")->size(), 2u);
+}
+
+TEST(MappingsLabel, EncodingRoundTripsAndIsAValidLabelValue) {
+  for (const std::string native : {"physnet1:br-ex", "physnet1:br-ex,physnet2:br-vlan",
+                                   "phys_net-1.a:br_x.1", "a__b:c", "x:y_"}) {
+    const std::string label = encodeMappingsLabel(native);
+    EXPECT_EQ(label.find(':'), std::string::npos);
+    EXPECT_EQ(label.find(','), std::string::npos);
+    auto back = decodeMappingsLabel(label);
+    ASSERT_TRUE(back.ok()) << label;
+    EXPECT_EQ(*back, native);
+  }
+  EXPECT_EQ(encodeMappingsLabel("physnet1:br-ex,physnet2:br-vlan"),
+            "physnet1_cbr-ex_sphysnet2_cbr-vlan");
+}
+
+TEST(MappingsLabel, BadEscapesAndCharactersAreErrors) {
+  EXPECT_FALSE(decodeMappingsLabel("physnet1_").ok());
+  EXPECT_FALSE(decodeMappingsLabel("physnet1_xbr").ok());
+  EXPECT_FALSE(decodeMappingsLabel("physnet1:br-ex").ok());  // native syntax in a label
+  EXPECT_NE(decodeMappingsLabel("a:b").error().message.find("annotation"), std::string::npos);
+}
+
+TEST(PlanChassis, ExternalNicGoesOnTheFirstMappingsBridge) {
+  const DesiredChassis d = planChassis(
+      {},
+      node({{kExternalNicKey, "bond1"}}, {{kBridgeMappingsKey, "physnet2:br-vlan,physnet1:br-ex"}}),
+      kCompute);
+  EXPECT_EQ(d.bridges, (std::vector<DesiredBridge>{{"br-vlan", {"bond1"}}, {"br-ex", {}}}));
+  EXPECT_EQ(toDryRunJson(d)["bridges"][0].dump(), R"({"name":"br-vlan","ports":["bond1"]})");
+}
+
+TEST(PlanChassis, ExternalNicWithoutMappingsGoesOnTheDefaultBridge) {
+  OvsConfig config;
+  config.defaultExternalBridge = "br-provider";
+  const DesiredChassis d = planChassis(config, node({{kExternalNicKey, "eno2"}}), kNetwork);
+  EXPECT_EQ(d.bridges, (std::vector<DesiredBridge>{{"br-provider", {"eno2"}}}));
+  EXPECT_TRUE(d.bridgeMappings.empty());
+}
+
+TEST(PlanChassis, BadExternalNicIsAWarningAndNoPort) {
+  for (const std::string nic : {"", "a-very-long-nic-name0", "br-ex"}) {
+    const DesiredChassis d = planChassis({}, node({{kExternalNicKey, nic}}), kNetwork);
+    EXPECT_TRUE(d.bridges.empty()) << nic;
+    ASSERT_EQ(d.warnings.size(), 1u) << nic;
+    EXPECT_EQ(d.warnings[0].reason, "InvalidExternalNic");
+  }
+}
+
+TEST(PlanChassis, EverythingTogether) {
+  const DesiredChassis d = planChassis({},
+                                       node({{"topology.kubernetes.io/zone", "az1"},
+                                             {kExternalNicKey, "bond1"},
+                                             {kBridgeMappingsKey, "physnet1_cbr-ex"}}),
+                                       kNetwork);
+  EXPECT_EQ(toDryRunJson(d).dump(),
+            R"({"bridges":[{"name":"br-ex","ports":["bond1"]}],"external_ids":{)"
+            R"("ovn-bridge-mappings":"physnet1:br-ex",)"
+            R"("ovn-cms-options":"enable-chassis-as-gw,availability-zones=az1"}})");
+}
+
+}  // namespace
+}  // namespace okna::ovsdb

@@ -1,0 +1,363 @@
+// diffChassis: each input applied and removed, foreign items and keys preserved byte for byte,
+// ownership across restarts, conflicts, drift repair, and convergence (applying the ops to a
+// simulated database leaves nothing to do).
+#include "ovsdb/chassis_diff.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace okna::ovsdb {
+namespace {
+
+using Kind = OvsOp::Kind;
+
+// What ovsdb-server + the glue do with the ops, enough to check that the diff converges.
+ObservedOvs apply(ObservedOvs db, const ChassisOps& ops) {
+  for (const auto& op : ops.ops) {
+    switch (op.kind) {
+      case Kind::SetExternalId:
+        db.externalIds[op.a] = op.b;
+        break;
+      case Kind::DeleteExternalId:
+        db.externalIds.erase(op.a);
+        break;
+      case Kind::AddBridge:
+        db.bridges[op.a] = ObservedBridge{op.b, {op.a}};
+        break;
+      case Kind::AddPort:
+        db.bridges.at(op.a).ports.push_back(op.b);
+        break;
+      case Kind::DeletePort: {
+        auto& ports = db.bridges.at(op.a).ports;
+        ports.erase(std::find(ports.begin(), ports.end(), op.b));
+        break;
+      }
+      case Kind::DeleteBridge:
+        db.bridges.erase(op.a);
+        break;
+    }
+  }
+  return db;
+}
+
+// Applies the diff and checks that a second diff is empty.
+ObservedOvs converge(const DesiredChassis& d, const ObservedOvs& db) {
+  const ObservedOvs after = apply(db, diffChassis(d, db));
+  const ChassisOps again = diffChassis(d, after);
+  EXPECT_TRUE(again.empty()) << (again.ops.empty() ? "" : describe(again.ops[0]));
+  return after;
+}
+
+ObservedOvs emptyDb() {
+  ObservedOvs db;
+  db.hasRoot = true;
+  db.externalIds = {{"system-id", "chassis-1"}, {"hostname", "net-1"}};
+  db.bridges["br-int"] = {"", {"br-int"}};
+  return db;
+}
+
+DesiredChassis gateway(std::vector<std::string> items = {"enable-chassis-as-gw"}) {
+  DesiredChassis d;
+  d.gateway = true;
+  d.gatewayCmsItems = std::move(items);
+  return d;
+}
+
+DesiredChassis mappings(std::vector<BridgeMapping> m, std::string nic = "") {
+  DesiredChassis d;
+  d.bridgeMappings = std::move(m);
+  for (const auto& x : d.bridgeMappings) d.bridges.push_back({x.bridge, {}});
+  if (!nic.empty()) d.bridges.front().ports.push_back(nic);
+  return d;
+}
+
+std::string cms(const ObservedOvs& db) {
+  auto it = db.externalIds.find(kCmsOptions);
+  return it == db.externalIds.end() ? "<absent>" : it->second;
+}
+
+TEST(DiffChassis, NoRootRowMeansNothingToDo) {
+  ObservedOvs db;
+  const ChassisOps ops = diffChassis(gateway(), db);
+  EXPECT_TRUE(ops.empty());
+  ASSERT_EQ(ops.notes.size(), 1u);
+}
+
+TEST(DiffChassis, NothingDesiredNothingOwnedIsEmpty) {
+  EXPECT_TRUE(diffChassis(DesiredChassis{}, emptyDb()).empty());
+}
+
+TEST(DiffChassis, GatewayAddedThenRemovedCreatesAndDeletesTheKey) {
+  ObservedOvs db = emptyDb();
+  const ChassisOps add = diffChassis(gateway(), db);
+  ASSERT_EQ(add.ops.size(), 2u);
+  EXPECT_EQ(add.ops[0], (OvsOp{Kind::SetExternalId, kCmsOptions, "enable-chassis-as-gw"}));
+  EXPECT_EQ(add.ops[1].a, kOwnershipKey);
+  EXPECT_TRUE(add.verifyExternalIds);
+  EXPECT_EQ(add.owned.cmsItems, std::vector<std::string>{"enable-chassis-as-gw"});
+  EXPECT_EQ(add.owned.createdKeys, std::vector<std::string>{kCmsOptions});
+  db = converge(gateway(), db);
+
+  const ChassisOps remove = diffChassis(DesiredChassis{}, db);
+  db = converge(DesiredChassis{}, db);
+  EXPECT_EQ(db, emptyDb());  // key and ownership record gone: exactly the starting state
+  EXPECT_EQ(remove.ops.back(), (OvsOp{Kind::DeleteExternalId, kOwnershipKey, ""}));
+}
+
+TEST(DiffChassis, ForeignItemsSurviveByteForByteAndInPlace) {
+  ObservedOvs db = emptyDb();
+  const std::string foreign = "enable-chassis-as-extport-host, card-serial-number=AB\"C,,x=1 ";
+  db.externalIds[kCmsOptions] = foreign;
+  db = converge(gateway({"enable-chassis-as-gw", "availability-zones=az1"}), db);
+  EXPECT_EQ(cms(db), foreign + ",enable-chassis-as-gw,availability-zones=az1");
+  // A foreign writer adds an item after ours.
+  db.externalIds[kCmsOptions] += ",late-item";
+  db = converge(gateway({"enable-chassis-as-gw", "availability-zones=az1"}), db);
+  EXPECT_EQ(cms(db), foreign + ",enable-chassis-as-gw,availability-zones=az1,late-item");
+  // Zone change: replaced in place.
+  db = converge(gateway({"enable-chassis-as-gw", "availability-zones=az2"}), db);
+  EXPECT_EQ(cms(db), foreign + ",enable-chassis-as-gw,availability-zones=az2,late-item");
+  // Removal: only ours go, the key stays (we did not create it).
+  db = converge(DesiredChassis{}, db);
+  EXPECT_EQ(cms(db), foreign + ",late-item");
+  EXPECT_EQ(db.externalIds.count(kOwnershipKey), 0u);
+}
+
+TEST(DiffChassis, PreExistingEmptyKeyIsLeftEmptyNotDeleted) {
+  ObservedOvs db = emptyDb();
+  db.externalIds[kCmsOptions] = "";
+  db = converge(gateway(), db);
+  EXPECT_EQ(cms(db), "enable-chassis-as-gw");
+  db = converge(DesiredChassis{}, db);
+  EXPECT_EQ(cms(db), "");
+}
+
+TEST(DiffChassis, ItemSetByAnOperatorBeforeIsNeverOwnedNorRemoved) {
+  ObservedOvs db = emptyDb();
+  db.externalIds[kCmsOptions] = " enable-chassis-as-gw";  // with a space: still the same item
+  const ChassisOps ops = diffChassis(gateway(), db);
+  EXPECT_TRUE(ops.owned.cmsItems.empty());
+  EXPECT_TRUE(ops.empty());  // nothing to add, nothing owned: not even a record
+  db = converge(gateway(), db);
+  db = converge(DesiredChassis{}, db);
+  EXPECT_EQ(cms(db), " enable-chassis-as-gw");
+}
+
+TEST(DiffChassis, ForeignItemWithTheSameKeyIsAConflictNotOverridden) {
+  ObservedOvs db = emptyDb();
+  db.externalIds[kCmsOptions] = "availability-zones=theirs";
+  const ChassisOps ops =
+      diffChassis(gateway({"enable-chassis-as-gw", "availability-zones=az1"}), db);
+  ASSERT_EQ(ops.notes.size(), 1u);
+  EXPECT_NE(ops.notes[0].find("availability-zones=theirs"), std::string::npos);
+  db = converge(gateway({"enable-chassis-as-gw", "availability-zones=az1"}), db);
+  EXPECT_EQ(cms(db), "availability-zones=theirs,enable-chassis-as-gw");
+
+  db.externalIds[kBridgeMappings] = "physnet1:br-theirs";
+  db = converge(mappings({{"physnet1", "br-ex"}, {"physnet2", "br-vlan"}}), db);
+  EXPECT_EQ(db.externalIds[kBridgeMappings], "physnet1:br-theirs,physnet2:br-vlan");
+}
+
+TEST(DiffChassis, OperatorRemovingOurItemIsRepaired) {
+  ObservedOvs db = converge(gateway(), emptyDb());
+  db.externalIds[kCmsOptions] = "something-else";
+  const ChassisOps ops = diffChassis(gateway(), db);
+  ASSERT_FALSE(ops.empty());
+  EXPECT_EQ(ops.ops[0],
+            (OvsOp{Kind::SetExternalId, kCmsOptions, "something-else,enable-chassis-as-gw"}));
+  // And a key deleted entirely is recreated (and then ours to delete).
+  db.externalIds.erase(kCmsOptions);
+  db = converge(gateway(), db);
+  EXPECT_EQ(cms(db), "enable-chassis-as-gw");
+  db = converge(DesiredChassis{}, db);
+  EXPECT_EQ(cms(db), "<absent>");
+}
+
+TEST(DiffChassis, MappingsCreateBridgesWithBrIntsDatapathType) {
+  ObservedOvs db = emptyDb();
+  db.bridges["br-int"].datapathType = "netdev";
+  const DesiredChassis d = mappings({{"physnet1", "br-ex"}, {"physnet2", "br-vlan"}}, "bond1");
+  const ChassisOps ops = diffChassis(d, db);
+  ASSERT_GE(ops.ops.size(), 4u);
+  EXPECT_EQ(ops.ops[0], (OvsOp{Kind::AddBridge, "br-ex", "netdev"}));
+  EXPECT_EQ(ops.ops[1], (OvsOp{Kind::AddPort, "br-ex", "bond1"}));
+  EXPECT_EQ(ops.ops[2], (OvsOp{Kind::AddBridge, "br-vlan", "netdev"}));
+  EXPECT_EQ(ops.ops[3],
+            (OvsOp{Kind::SetExternalId, kBridgeMappings, "physnet1:br-ex,physnet2:br-vlan"}));
+  EXPECT_TRUE(ops.verifyBridges);
+  db = converge(d, db);
+  EXPECT_EQ(db.bridges.at("br-ex").ports, (std::vector<std::string>{"br-ex", "bond1"}));
+
+  // The label goes: bridges, port and key go, br-int stays.
+  db = converge(DesiredChassis{}, db);
+  EXPECT_EQ(db, [] {
+    ObservedOvs e = emptyDb();
+    e.bridges["br-int"].datapathType = "netdev";
+    return e;
+  }());
+}
+
+TEST(DiffChassis, ExistingBridgeAndPortOfAnOperatorAreNeverDeleted) {
+  ObservedOvs db = emptyDb();
+  db.bridges["br-ex"] = {"", {"br-ex", "bond1"}};
+  const DesiredChassis d = mappings({{"physnet1", "br-ex"}}, "bond1");
+  const ChassisOps ops = diffChassis(d, db);
+  EXPECT_TRUE(ops.owned.bridges.empty());
+  EXPECT_TRUE(ops.owned.ports.empty());
+  db = converge(d, db);
+  db = converge(DesiredChassis{}, db);
+  EXPECT_EQ(db.bridges.at("br-ex").ports, (std::vector<std::string>{"br-ex", "bond1"}));
+  EXPECT_EQ(db.externalIds.count(kBridgeMappings), 0u);
+}
+
+TEST(DiffChassis, OurPortOnAnOperatorsBridgeIsRemovedAlone) {
+  ObservedOvs db = emptyDb();
+  db.bridges["br-ex"] = {"", {"br-ex", "patch-x"}};
+  db = converge(mappings({{"physnet1", "br-ex"}}, "bond1"), db);
+  EXPECT_EQ(db.bridges.at("br-ex").ports, (std::vector<std::string>{"br-ex", "patch-x", "bond1"}));
+  // Only the NIC label goes.
+  const DesiredChassis noNic = mappings({{"physnet1", "br-ex"}});
+  const ChassisOps ops = diffChassis(noNic, db);
+  EXPECT_EQ(ops.ops[0], (OvsOp{Kind::DeletePort, "br-ex", "bond1"}));
+  db = converge(noNic, db);
+  EXPECT_EQ(db.bridges.at("br-ex").ports, (std::vector<std::string>{"br-ex", "patch-x"}));
+}
+
+TEST(DiffChassis, OwnedBridgeWithForeignPortsWaitsUntilTheyAreGone) {
+  ObservedOvs db = converge(mappings({{"physnet1", "br-ex"}}), emptyDb());
+  // ovn-controller's patch port appears on the bridge we created.
+  db.bridges["br-ex"].ports.push_back("patch-provnet-1");
+  ChassisOps ops = diffChassis(DesiredChassis{}, db);
+  EXPECT_EQ(ops.owned.bridges, std::vector<std::string>{"br-ex"});
+  ASSERT_EQ(ops.notes.size(), 1u);
+  EXPECT_NE(ops.notes[0].find("patch-provnet-1"), std::string::npos);
+  for (const auto& op : ops.ops) EXPECT_NE(op.kind, Kind::DeleteBridge);
+  db = apply(db, ops);
+  EXPECT_EQ(db.externalIds.count(kBridgeMappings), 0u);
+  // ovn-controller removes its patch port once the mapping is gone: the bridge goes next.
+  db.bridges["br-ex"].ports = {"br-ex"};
+  ops = diffChassis(DesiredChassis{}, db);
+  EXPECT_EQ(ops.ops[0], (OvsOp{Kind::DeleteBridge, "br-ex", ""}));
+  db = converge(DesiredChassis{}, db);
+  EXPECT_EQ(db, emptyDb());
+}
+
+TEST(DiffChassis, OperatorDeletingOurBridgeOrPortIsRepaired) {
+  const DesiredChassis d = mappings({{"physnet1", "br-ex"}}, "bond1");
+  ObservedOvs db = converge(d, emptyDb());
+  db.bridges["br-ex"].ports = {"br-ex"};
+  EXPECT_EQ(diffChassis(d, db).ops[0], (OvsOp{Kind::AddPort, "br-ex", "bond1"}));
+  db.bridges.erase("br-ex");
+  const ChassisOps ops = diffChassis(d, db);
+  EXPECT_EQ(ops.ops[0], (OvsOp{Kind::AddBridge, "br-ex", ""}));
+  EXPECT_EQ(ops.ops[1], (OvsOp{Kind::AddPort, "br-ex", "bond1"}));
+  converge(d, db);
+}
+
+TEST(DiffChassis, NicAlreadyOnAnotherBridgeIsNotMoved) {
+  ObservedOvs db = emptyDb();
+  db.bridges["br-other"] = {"", {"br-other", "bond1"}};
+  const DesiredChassis d = mappings({{"physnet1", "br-ex"}}, "bond1");
+  const ChassisOps ops = diffChassis(d, db);
+  for (const auto& op : ops.ops) EXPECT_NE(op.kind, Kind::AddPort);
+  ASSERT_EQ(ops.notes.size(), 1u);
+  EXPECT_NE(ops.notes[0].find("br-other"), std::string::npos);
+}
+
+TEST(DiffChassis, NicMovesWithTheFirstMapping) {
+  ObservedOvs db = converge(mappings({{"physnet1", "br-ex"}}, "bond1"), emptyDb());
+  const DesiredChassis moved = mappings({{"physnet2", "br-vlan"}}, "bond1");
+  const ChassisOps ops = diffChassis(moved, db);
+  // bond1 is still on br-ex (ours, going away with it) when br-vlan wants it: one pass deletes,
+  // the next adds, rather than two bridges claiming one NIC in a transaction.
+  db = apply(db, ops);
+  db = converge(moved, db);
+  EXPECT_EQ(db.bridges.count("br-ex"), 0u);
+  EXPECT_EQ(db.bridges.at("br-vlan").ports, (std::vector<std::string>{"br-vlan", "bond1"}));
+  EXPECT_EQ(db.externalIds.at(kBridgeMappings), "physnet2:br-vlan");
+}
+
+TEST(DiffChassis, OwnershipSurvivesARestartBecauseItLivesInTheDatabase) {
+  // A first agent run writes; a "new process" sees only the database.
+  ObservedOvs db = emptyDb();
+  db.externalIds[kCmsOptions] = "foreign";
+  db = converge(gateway(), db);
+  const auto record = parseOwnership(db.externalIds.at(kOwnershipKey));
+  ASSERT_TRUE(record.ok());
+  EXPECT_EQ(record->cmsItems, std::vector<std::string>{"enable-chassis-as-gw"});
+  EXPECT_TRUE(record->createdKeys.empty());
+  db = converge(DesiredChassis{}, db);
+  EXPECT_EQ(cms(db), "foreign");
+}
+
+TEST(DiffChassis, UnreadableRecordOwnsNothingAndIsReplaced) {
+  ObservedOvs db = emptyDb();
+  db.externalIds[kCmsOptions] = "enable-chassis-as-gw";
+  db.externalIds[kOwnershipKey] = "garbage";
+  const ChassisOps ops = diffChassis(DesiredChassis{}, db);
+  ASSERT_EQ(ops.notes.size(), 1u);
+  EXPECT_NE(ops.notes[0].find("unreadable"), std::string::npos);
+  // Nothing is removed; the record (owning nothing) is deleted.
+  ASSERT_EQ(ops.ops.size(), 1u);
+  EXPECT_EQ(ops.ops[0], (OvsOp{Kind::DeleteExternalId, kOwnershipKey, ""}));
+}
+
+TEST(DiffChassis, ForeignExternalIdsKeysAreNeverTouched) {
+  ObservedOvs db = emptyDb();
+  db.externalIds["ovn-remote"] = "tcp:10.0.0.1:6642";
+  db.externalIds["ovn-encap-ip"] = "10.0.0.5";
+  DesiredChassis all = mappings({{"physnet1", "br-ex"}}, "bond1");
+  all.gateway = true;
+  all.gatewayCmsItems = {"enable-chassis-as-gw"};
+  const ChassisOps ops = diffChassis(all, db);
+  for (const auto& op : ops.ops) {
+    if (op.kind == Kind::SetExternalId || op.kind == Kind::DeleteExternalId) {
+      EXPECT_TRUE(op.a == kCmsOptions || op.a == kBridgeMappings || op.a == kOwnershipKey) << op.a;
+    }
+  }
+  db = converge(all, db);
+  db = converge(DesiredChassis{}, db);
+  ObservedOvs expected = emptyDb();
+  expected.externalIds["ovn-remote"] = "tcp:10.0.0.1:6642";
+  expected.externalIds["ovn-encap-ip"] = "10.0.0.5";
+  EXPECT_EQ(db, expected);
+}
+
+// Every combination of inputs, from every combination, converges in one pass (except a NIC
+// moving between bridges, which takes two) and returns to the start when everything goes.
+TEST(DiffChassis, AllTransitionsConverge) {
+  std::vector<DesiredChassis> states;
+  for (int mask = 0; mask < 16; ++mask) {
+    DesiredChassis d;
+    if (mask & 1) d = mappings({{"physnet1", "br-ex"}});
+    if (mask & 2) d = mappings({{"physnet2", "br-vlan"}, {"physnet1", "br-ex"}}, "bond1");
+    d.gateway = (mask & 4) != 0;
+    d.gatewayCmsItems = {"enable-chassis-as-gw"};
+    if (mask & 8) d.gatewayCmsItems.push_back("availability-zones=az" + std::to_string(mask));
+    states.push_back(d);
+  }
+  ObservedOvs base = emptyDb();
+  base.externalIds[kCmsOptions] = "foreign-1";
+  base.externalIds["other"] = "x";
+  for (const auto& from : states) {
+    for (const auto& to : states) {
+      ObservedOvs db = converge(from, base);
+      db = apply(db, diffChassis(to, db));
+      db = apply(db, diffChassis(to, db));
+      EXPECT_TRUE(diffChassis(to, db).empty());
+      db = apply(db, diffChassis(DesiredChassis{}, db));
+      EXPECT_EQ(db, base);
+    }
+  }
+}
+
+TEST(DescribeOp, ReadsLikeOvsVsctl) {
+  EXPECT_EQ(describe({Kind::SetExternalId, "k", "v"}), "set external_ids:k=v");
+  EXPECT_EQ(describe({Kind::AddBridge, "br-ex", "netdev"}),
+            "add bridge br-ex (datapath_type netdev)");
+  EXPECT_EQ(describe({Kind::DeletePort, "br-ex", "bond1"}), "delete port bond1 from bridge br-ex");
+}
+
+}  // namespace
+}  // namespace okna::ovsdb

@@ -1,0 +1,73 @@
+// parseOvsConfig: defaults, every key, and errors that name the field.
+#include "ovsdb/config.h"
+
+#include <gtest/gtest.h>
+
+#include "core/yaml_field.h"
+
+namespace okna::ovsdb {
+namespace {
+
+core::Result<OvsConfig> parse(const std::string& yaml) {
+  return core::catchConfigErrors([&] {
+    const auto root = core::YamlField::root(YAML::Load(yaml), "agent.yaml");
+    return parseOvsConfig(*root.get("ovs"));
+  });
+}
+
+TEST(OvsConfig, DefaultsAreOffAndPresenceEnables) {
+  const OvsConfig defaults;
+  EXPECT_FALSE(defaults.enabled);
+  EXPECT_EQ(defaults.remote, "unix:/var/run/openvswitch/db.sock");
+  EXPECT_EQ(defaults.drainTimeout, std::chrono::seconds(120));
+  EXPECT_EQ(defaults.defaultExternalBridge, "br-ex");
+  auto c = parse("ovs: {}");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_TRUE(c->enabled);
+  EXPECT_FALSE(parse("ovs: {enabled: false}")->enabled);
+}
+
+TEST(OvsConfig, EveryKey) {
+  auto c = parse(R"(
+ovs:
+  remote: unix:/run/ovs/db.sock
+  sbRemote: tcp:10.0.0.1:6642,tcp:10.0.0.2:6642
+  drainTimeoutSeconds: 0
+  defaultExternalBridge: br-provider
+)");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->remote, "unix:/run/ovs/db.sock");
+  EXPECT_EQ(c->sbRemote, "tcp:10.0.0.1:6642,tcp:10.0.0.2:6642");
+  EXPECT_EQ(c->drainTimeout, std::chrono::seconds(0));
+  EXPECT_EQ(c->defaultExternalBridge, "br-provider");
+}
+
+TEST(OvsConfig, ErrorsNameTheField) {
+  const auto error = [](const std::string& yaml) {
+    auto c = parse(yaml);
+    return c.ok() ? std::string("(ok)") : c.error().message;
+  };
+  EXPECT_NE(error("ovs: {remot: x}").find("ovs.remot"), std::string::npos)
+      << error("ovs: {remot: x}");
+  EXPECT_NE(error("ovs: {remote: /run/db.sock}").find("ovs.remote"), std::string::npos);
+  EXPECT_NE(error("ovs: {sbRemote: 'tcp:1.2.3.4:6642,'}").find("ovs.sbRemote"), std::string::npos);
+  EXPECT_NE(error("ovs: {drainTimeoutSeconds: -1}").find("ovs.drainTimeoutSeconds"),
+            std::string::npos);
+  EXPECT_NE(
+      error("ovs: {defaultExternalBridge: br-with-a-long-name}").find("ovs.defaultExternalBridge"),
+      std::string::npos);
+}
+
+TEST(IfaceName, Rules) {
+  EXPECT_TRUE(isValidOvsIfaceName("br-ex"));
+  EXPECT_TRUE(isValidOvsIfaceName("bond0.100"));
+  EXPECT_TRUE(isValidOvsIfaceName("a23456789012345"));
+  EXPECT_FALSE(isValidOvsIfaceName("a234567890123456"));
+  EXPECT_FALSE(isValidOvsIfaceName(""));
+  EXPECT_FALSE(isValidOvsIfaceName(".."));
+  EXPECT_FALSE(isValidOvsIfaceName("br ex"));
+  EXPECT_FALSE(isValidOvsIfaceName("br/ex"));
+}
+
+}  // namespace
+}  // namespace okna::ovsdb
