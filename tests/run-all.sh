@@ -10,6 +10,9 @@ jobs=${JOBS:-$(nproc)}
 
 bash packaging/install-deps.sh
 
+echo "== clang-format =="
+git ls-files '*.cc' '*.h' '*.c' | xargs clang-format --dry-run --Werror
+
 echo "== build (RelWithDebInfo) =="
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j "$jobs"
