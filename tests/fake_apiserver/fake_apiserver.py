@@ -785,6 +785,9 @@ class FakeServer(ThreadingHTTPServer):
         # TLS handshake in the connection's own thread so a slow client cannot stall accept().
         try:
             request.settimeout(10)
+            # Go's net/http (the real apiserver) sets TCP_NODELAY on every connection; without it
+            # small writes wait for the client's delayed ACK (~40 ms).
+            request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             tls = self.ssl_ctx.wrap_socket(request, server_side=True)
             tls.settimeout(None)
         except (ssl.SSLError, OSError):
