@@ -19,14 +19,6 @@
 
 namespace okna::testing {
 
-#define OKNA_SKIP_WITHOUT_OVSDB(kind)                                     \
-  do {                                                                    \
-    const std::string missing = OvsdbServer::missing_tools(kind);         \
-    if (!missing.empty())                                                 \
-      GTEST_SKIP() << "OVSDB tools not installed (" << missing            \
-                   << "): apt-get install openvswitch-switch ovn-common"; \
-  } while (false)
-
 /** Open_vSwitch.external_ids, byte for byte. */
 inline std::map<std::string, std::string> externalIds(const OvsdbServer& ovs) {
   const auto doc = nlohmann::json::parse(
