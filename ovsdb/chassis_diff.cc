@@ -248,6 +248,10 @@ std::string describe(const OvsOp& op) {
       return "delete port " + op.b + " from bridge " + op.a;
     case OvsOp::Kind::DeleteBridge:
       return "delete bridge " + op.a;
+    case OvsOp::Kind::AddIfacePort:
+      return "add port " + op.b + " to bridge " + op.a + " (external_ids " + op.c + ")";
+    case OvsOp::Kind::SetIfaceExternalIds:
+      return "set Interface " + op.b + " external_ids " + op.c;
   }
   return "?";
 }

@@ -37,12 +37,23 @@ struct ObservedOvs {
 };
 
 struct OvsOp {
-  enum class Kind { SetExternalId, DeleteExternalId, AddBridge, AddPort, DeletePort, DeleteBridge };
+  enum class Kind {
+    SetExternalId,
+    DeleteExternalId,
+    AddBridge,
+    AddPort,
+    DeletePort,
+    DeleteBridge,
+    AddIfacePort,
+    SetIfaceExternalIds
+  };
   Kind kind;
   // SetExternalId: key, value. DeleteExternalId: key. AddBridge: bridge, datapath_type.
   // AddPort / DeletePort: bridge, port. DeleteBridge: bridge.
+  // AddIfacePort / SetIfaceExternalIds: bridge, port, Interface external_ids "k=v,k=v".
   std::string a;
   std::string b;
+  std::string c = {};
   bool operator==(const OvsOp&) const = default;
 };
 

@@ -133,6 +133,15 @@ void ChassisReconciler::onSnapshot(std::shared_ptr<const Snapshot> snapshot) {
   }
   evaluateDrain();
   submit();
+  if (listener_) listener_(s);
+}
+
+std::uint64_t ChassisReconciler::submitMetadata(const DesiredMetadataOvs& desired) {
+  if (!*alive_) return metadataGeneration_;
+  if (submittedMetadata_ && *submittedMetadata_ == desired) return metadataGeneration_;
+  submittedMetadata_ = desired;
+  thread_->submitMetadata(desired, ++metadataGeneration_);
+  return metadataGeneration_;
 }
 
 void ChassisReconciler::evaluateDrain() {

@@ -21,6 +21,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -54,6 +55,13 @@ class ChassisReconciler {
   void update(const k8s::NodeInfo& node, const std::set<std::string>& roles);
   /** Stops the IDL thread and the drain timer; OVSDB is left as it is. */
   void stop();
+
+  /** Called on the loop with every new snapshot, after this reconciler handled it. */
+  using SnapshotListener = std::function<void(const Snapshot&)>;
+  void setSnapshotListener(SnapshotListener listener) { listener_ = std::move(listener); }
+  /** The metadata service's ports and Southbound interest (sent to the IDL thread if changed);
+   *  returns the generation that Snapshot::metadataConvergedGeneration reaches once applied. */
+  std::uint64_t submitMetadata(const DesiredMetadataOvs& desired);
 
   /** The last snapshot from the IDL thread (null before the first one). */
   const std::shared_ptr<const Snapshot>& snapshot() const { return snapshot_; }
@@ -91,6 +99,9 @@ class ChassisReconciler {
   std::optional<std::chrono::steady_clock::time_point> drainStarted_;
   bool drainDone_ = false;
   std::vector<std::string> reportedGatewayPorts_;
+  SnapshotListener listener_;
+  std::optional<DesiredMetadataOvs> submittedMetadata_;
+  std::uint64_t metadataGeneration_ = 0;
 };
 
 }  // namespace okna::ovsdb

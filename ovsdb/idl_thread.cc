@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <set>
 #include <stdexcept>
 
 #include "core/health.h"
 #include "core/logging.h"
 #include "ovsdb/ovs_chassis_glue.h"
+#include "ovsdb/ovs_metadata_glue.h"
 
 namespace okna::ovsdb {
 
@@ -41,6 +43,10 @@ okna_ovs_op_kind toGlue(OvsOp::Kind kind) {
       return OKNA_OVS_DEL_PORT;
     case OvsOp::Kind::DeleteBridge:
       return OKNA_OVS_DEL_BRIDGE;
+    case OvsOp::Kind::AddIfacePort:
+      return OKNA_OVS_ADD_IFACE_PORT;
+    case OvsOp::Kind::SetIfaceExternalIds:
+      return OKNA_OVS_SET_IFACE_EXTERNAL_ID;
   }
   return OKNA_OVS_SET_EXTERNAL_ID;
 }
@@ -84,6 +90,63 @@ std::vector<std::string> readGatewayPorts(okna_sb_idl* sb) {
   return ports;
 }
 
+ObservedBridgeIfaceIds readIfaceIds(okna_ovs_idl* idl, const std::string& bridge) {
+  ObservedBridgeIfaceIds ids;
+  okna_ovs_idl_foreach_iface_external_id(
+      idl, bridge.c_str(),
+      [](void* ctx, const char* port, const char* k, const char* v) {
+        (*static_cast<ObservedBridgeIfaceIds*>(ctx))[port][k] = v;
+      },
+      &ids);
+  return ids;
+}
+
+// The rows of the chassis view the metadata service uses (not synced-ness: the caller's).
+void readMetadataView(okna_sb_idl* sb, SbMetadataView& view) {
+  std::vector<SbPort> ports;
+  okna_sb_idl_foreach_port(
+      sb,
+      [](void* ctx, const okna_sb_port* p) {
+        static_cast<std::vector<SbPort>*>(ctx)->push_back(
+            SbPort{p->uuid, p->logical_port, p->type, p->datapath, p->on_chassis != 0,
+                   p->on_additional != 0, p->mac0, p->cidrs, p->device_id, p->project_id});
+      },
+      &ports);
+  std::sort(ports.begin(), ports.end(),
+            [](const SbPort& a, const SbPort& b) { return a.uuid < b.uuid; });
+  std::map<std::string, std::string> datapaths;
+  okna_sb_idl_foreach_datapath(
+      sb,
+      [](void* ctx, const char* uuid, const char* name) {
+        (*static_cast<std::map<std::string, std::string>*>(ctx))[uuid] = name;
+      },
+      &datapaths);
+  if (ports != view.ports || datapaths != view.datapathNames) {
+    view.ports = std::move(ports);
+    view.datapathNames = std::move(datapaths);
+    ++view.version;
+  }
+  view.nbCfg = okna_sb_idl_nb_cfg(sb);
+  view.chassisPrivateIds.clear();
+  view.hasChassisPrivate = okna_sb_idl_foreach_chassis_private_id(
+                               sb,
+                               [](void* ctx, const char* k, const char* v) {
+                                 (*static_cast<std::map<std::string, std::string>*>(ctx))[k] = v;
+                               },
+                               &view.chassisPrivateIds) != 0;
+}
+
+// The datapaths that host a VIF (type "" or "external") bound to this chassis or migrating to
+// it: Neutron's OVN_VIF_PORT_TYPES.
+std::vector<std::string> hostedDatapaths(const std::vector<SbPort>& ports) {
+  std::set<std::string> dps;
+  for (const auto& p : ports)
+    if ((p.type.empty() || p.type == "external") && (p.onChassis || p.onAdditional) &&
+        !p.datapath.empty())
+      dps.insert(p.datapath);
+  return {dps.begin(), dps.end()};
+}
+
 std::string valueOr(const std::map<std::string, std::string>& m, const std::string& key) {
   const auto it = m.find(key);
   return it == m.end() ? "" : it->second;
@@ -106,6 +169,7 @@ class IdlThread::Loop {
       waitForWork();
     }
     if (txn_) okna_ovs_txn_destroy(txn_);
+    if (sbTxn_) okna_sb_txn_destroy(sbTxn_);
     okna_sb_idl_close(sb_);
     okna_ovs_idl_close(ovs_);
   }
@@ -124,6 +188,12 @@ class IdlThread::Loop {
       generation_ = owner_.pendingGeneration_;
       // A new desired state deserves an attempt now, whatever the last error was.
       retryAt_ = Clock::time_point{};
+    }
+    if (owner_.pendingMetadataGeneration_ != metadataGeneration_) {
+      metadata_ = owner_.pendingMetadata_;
+      metadataGeneration_ = owner_.pendingMetadataGeneration_;
+      retryAt_ = Clock::time_point{};
+      seqno_ = ~0U;  // re-read the integration bridge, which may have changed
     }
   }
 
@@ -151,29 +221,42 @@ class IdlThread::Loop {
       seqno_ = seqno;
       snap_.ovs = readObserved(ovs_);
       snap_.systemId = valueOr(snap_.ovs.externalIds, "system-id");
+      snap_.integrationIfaceIds = metadata_ && metadata_->enabled
+                                      ? readIfaceIds(ovs_, metadata_->bridge)
+                                      : ObservedBridgeIfaceIds{};
     }
     manageSb();
+    if (sbTxn_) finishSbTxn();
+    if (!sbTxn_) keepNeutronLiveness();
 
-    if (!txn_ && desired_ && connected && snap_.ovs.hasRoot && Clock::now() >= retryAt_ &&
-        (seqno_ != tryAgainSeqno_ || Clock::now() >= tryAgainUntil_))
+    if (!txn_ && (desired_ || metadata_) && connected && snap_.ovs.hasRoot &&
+        Clock::now() >= retryAt_ && (seqno_ != tryAgainSeqno_ || Clock::now() >= tryAgainUntil_))
       reconcile();
     publish();
   }
 
   void reconcile() {
-    const ChassisOps ops = diffChassis(*desired_, snap_.ovs);
+    ChassisOps ops;
+    if (desired_) ops = diffChassis(*desired_, snap_.ovs);
     if (ops.notes != snap_.notes) {
       for (const auto& n : ops.notes) log_->warn("{}", n);
       snap_.notes = ops.notes;
     }
-    if (ops.empty()) {
-      snap_.convergedGeneration = generation_;
-      return;
+    if (desired_ && ops.empty()) snap_.convergedGeneration = generation_;
+    // The metadata ports go in the same transaction (after the chassis ops); the diff emits
+    // nothing for a bridge that is not there, so they can never block the chassis ops.
+    const std::size_t chassisOps = ops.ops.size();
+    if (metadata_) {
+      auto portOps = diffMetadataPorts(*metadata_, snap_.ovs, snap_.integrationIfaceIds);
+      if (portOps.empty()) snap_.metadataConvergedGeneration = metadataGeneration_;
+      ops.ops.insert(ops.ops.end(), portOps.begin(), portOps.end());
     }
+    if (ops.ops.empty()) return;
+    if (chassisOps == 0) ops.verifyExternalIds = ops.verifyBridges = false;
     std::vector<okna_ovs_op> glueOps;
     for (const auto& op : ops.ops) {
       log_->debug("ovsdb op: {}", describe(op));
-      glueOps.push_back({toGlue(op.kind), op.a.c_str(), op.b.c_str()});
+      glueOps.push_back({toGlue(op.kind), op.a.c_str(), op.b.c_str(), op.c.c_str()});
     }
     txn_ = okna_ovs_txn_start(ovs_, glueOps.data(), glueOps.size(), ops.verifyExternalIds,
                               ops.verifyBridges, "openkeel-node-agent: OVN chassis configuration");
@@ -228,13 +311,14 @@ class IdlThread::Loop {
       sb_ = nullptr;
       sbRemote_ = remote;
       sbChassis_ = chassis;
+      const auto version = snap_.sb.metadata.version;
       snap_.sb = SbState{};
+      snap_.sb.metadata.version = version + 1;
       snap_.sb.remote = remote;
       sbSeqno_ = 0;
       if (!remote.empty() && !chassis.empty()) {
-        log_->info("watching chassisredirect ports of chassis {} in the Southbound DB at {}",
-                   chassis, remote);
-        sb_ = okna_sb_idl_open_gateways(remote.c_str(), chassis.c_str());
+        log_->info("watching chassis {} in the Southbound DB at {}", chassis, remote);
+        sb_ = okna_sb_idl_open_chassis_view(remote.c_str(), chassis.c_str());
         okna_sb_idl_run(sb_);
       }
     }
@@ -242,11 +326,86 @@ class IdlThread::Loop {
     snap_.sb.connected = okna_sb_idl_is_connected(sb_) != 0;
     const bool synced = okna_sb_idl_has_ever_connected(sb_) != 0;
     const unsigned seqno = okna_sb_idl_seqno(sb_);
-    if (synced && (!snap_.sb.synced || seqno != sbSeqno_)) {
+    const bool metadata = metadata_ && metadata_->enabled;
+    SbMetadataView& view = snap_.sb.metadata;
+    const bool changed = !snap_.sb.synced || seqno != sbSeqno_ || metadata != view.enabled;
+    if (synced && changed) {
       snap_.sb.gatewayPorts = readGatewayPorts(sb_);
       sbSeqno_ = seqno;
+      if (metadata) readMetadataView(sb_, view);
     }
     snap_.sb.synced = synced;
+    if (!metadata) {
+      if (view.enabled) {
+        const auto version = view.version;
+        snap_.sb.metadata = SbMetadataView{};
+        snap_.sb.metadata.version = version + 1;
+      }
+      okna_sb_idl_set_metadata_datapaths(sb_, 0, nullptr, 0);
+      return;
+    }
+    view.enabled = true;
+    // ovn-controller's way (update_sb_monitors): the conditions follow what the replica says
+    // this chassis hosts. One step reaches the fixpoint: the hosted datapaths come from the
+    // ports bound here, which the datapath clauses do not change.
+    const auto dps = hostedDatapaths(view.ports);
+    std::vector<const char*> dpArgs;
+    for (const auto& d : dps) dpArgs.push_back(d.c_str());
+    const unsigned expected =
+        okna_sb_idl_set_metadata_datapaths(sb_, 1, dpArgs.data(), dpArgs.size());
+    char own[37];
+    const bool hasChassis = okna_sb_idl_own_chassis_uuid(sb_, own) != 0;
+    view.chassisUuid = hasChassis ? own : "";
+    const bool acked = okna_sb_idl_condition_seqno(sb_) == expected;
+    std::string reason;
+    if (!snap_.sb.connected)
+      reason = "not connected to the Southbound DB at " + sbRemote_;
+    else if (!synced)
+      reason = "waiting for the first Southbound contents";
+    else if (!hasChassis)
+      reason = "chassis " + sbChassis_ + " is not registered in the Southbound DB";
+    else if (!acked)
+      reason = "waiting for the Southbound to apply the monitor conditions";
+    view.synced = reason.empty();
+    view.notSyncedReason = reason;
+  }
+
+  // Neutron's liveness keys on this chassis' Chassis_Private row, as its metadata agent keeps
+  // them: the agent id (set once, never overwritten) and nb_cfg echoed on every change.
+  void keepNeutronLiveness() {
+    const SbMetadataView& view = snap_.sb.metadata;
+    if (!sb_ || !view.enabled || !view.synced || !view.hasChassisPrivate) return;
+    if (Clock::now() < sbRetryAt_) return;
+    std::vector<std::string> kv;
+    if (!view.chassisPrivateIds.count("neutron:ovn-metadata-id")) {
+      kv.push_back("neutron:ovn-metadata-id");
+      kv.push_back(neutronMetadataAgentId(sbChassis_));
+    }
+    const std::string cfg = view.nbCfg >= 0 ? std::to_string(view.nbCfg) : "";
+    const auto it = view.chassisPrivateIds.find("neutron:ovn-metadata-sb-cfg");
+    if (!cfg.empty() && (it == view.chassisPrivateIds.end() || it->second != cfg)) {
+      kv.push_back("neutron:ovn-metadata-sb-cfg");
+      kv.push_back(cfg);
+    }
+    if (kv.empty()) return;
+    std::vector<const char*> args;
+    for (const auto& s : kv) args.push_back(s.c_str());
+    sbTxn_ = okna_sb_txn_set_chassis_private_ids(sb_, args.data(), args.size() / 2);
+    if (sbTxn_) finishSbTxn();
+  }
+
+  void finishSbTxn() {
+    const okna_txn_status status = okna_sb_txn_commit(sbTxn_);
+    if (status == OKNA_TXN_INCOMPLETE) return;
+    if (status == OKNA_TXN_ERROR) {
+      log_->warn("Southbound transaction (metadata agent liveness) failed: {}",
+                 okna_sb_txn_error(sbTxn_));
+      sbRetryAt_ = Clock::now() + kErrorBackoffMin;
+    } else if (status == OKNA_TXN_TRY_AGAIN) {
+      sbRetryAt_ = Clock::now() + kTryAgainFallback;
+    }
+    okna_sb_txn_destroy(sbTxn_);
+    sbTxn_ = nullptr;
   }
 
   void publish() {
@@ -259,10 +418,11 @@ class IdlThread::Loop {
     okna_ovs_idl_wait(ovs_);
     if (sb_) okna_sb_idl_wait(sb_);
     if (txn_) okna_ovs_txn_wait(txn_);
+    if (sbTxn_) okna_sb_txn_wait(sbTxn_);
     okna_poll_fd_wait(owner_.wakeFd_);
     long long ms = kTickMs;
     const auto now = Clock::now();
-    for (const auto at : {retryAt_, tryAgainUntil_})
+    for (const auto at : {retryAt_, tryAgainUntil_, sbRetryAt_})
       if (at > now)
         ms = std::min<long long>(
             ms, std::chrono::duration_cast<std::chrono::milliseconds>(at - now).count() + 1);
@@ -275,9 +435,13 @@ class IdlThread::Loop {
   okna_ovs_idl* ovs_ = nullptr;
   okna_sb_idl* sb_ = nullptr;
   okna_ovs_txn* txn_ = nullptr;
+  okna_sb_txn* sbTxn_ = nullptr;
+  Clock::time_point sbRetryAt_{};
   std::vector<std::string> txnOps_;
   std::shared_ptr<const DesiredChassis> desired_;
   std::uint64_t generation_ = 0;
+  std::shared_ptr<const DesiredMetadataOvs> metadata_;
+  std::uint64_t metadataGeneration_ = 0;
   bool connected_ = false;
   bool everConnected_ = false;
   unsigned seqno_ = 0;
@@ -327,6 +491,15 @@ void IdlThread::submit(const DesiredChassis& desired, std::uint64_t generation) 
     std::lock_guard lock(mutex_);
     pending_ = std::make_shared<const DesiredChassis>(desired);
     pendingGeneration_ = generation;
+  }
+  wake();
+}
+
+void IdlThread::submitMetadata(const DesiredMetadataOvs& desired, std::uint64_t generation) {
+  {
+    std::lock_guard lock(mutex_);
+    pendingMetadata_ = std::make_shared<const DesiredMetadataOvs>(desired);
+    pendingMetadataGeneration_ = generation;
   }
   wake();
 }

@@ -24,6 +24,7 @@
 
 #include "ovsdb/chassis_diff.h"
 #include "ovsdb/config.h"
+#include "ovsdb/metadata_ports.h"
 
 namespace okna::core {
 class HealthRegistry;
@@ -51,6 +52,8 @@ struct SbState {
   bool synced = false;
   // logical_port of the chassisredirect Port_Bindings bound to this chassis, sorted.
   std::vector<std::string> gatewayPorts;
+  // The metadata service's view (rows only while DesiredMetadataOvs::enabled).
+  SbMetadataView metadata;
   bool operator==(const SbState&) const = default;
 };
 
@@ -62,6 +65,10 @@ struct Snapshot {
   SbState sb;
   // The last submitted generation whose diff came out empty (0: none yet).
   std::uint64_t convergedGeneration = 0;
+  // The integration bridge (DesiredMetadataOvs::bridge) and its ports' Interface external_ids.
+  ObservedBridgeIfaceIds integrationIfaceIds;
+  // The last submitted metadata generation whose diff came out empty (0: none yet).
+  std::uint64_t metadataConvergedGeneration = 0;
   // The notes of the last diff (conflicts, bridges kept for foreign ports).
   std::vector<std::string> notes;
   // The last transaction error ("" after a success).
@@ -83,6 +90,8 @@ class IdlThread {
   void start();
   /** The new desired state and its generation (increasing). Thread-safe, never blocks long. */
   void submit(const DesiredChassis& desired, std::uint64_t generation);
+  /** The metadata ports and whether the Southbound metadata rows are wanted. Thread-safe. */
+  void submitMetadata(const DesiredMetadataOvs& desired, std::uint64_t generation);
   /** Stops and joins the thread; OVSDB is left as it is. */
   void stop();
 
@@ -98,6 +107,8 @@ class IdlThread {
   std::mutex mutex_;  // guards pending_ and pendingGeneration_
   std::shared_ptr<const DesiredChassis> pending_;
   std::uint64_t pendingGeneration_ = 0;
+  std::shared_ptr<const DesiredMetadataOvs> pendingMetadata_;
+  std::uint64_t pendingMetadataGeneration_ = 0;
   std::thread thread_;
 };
 

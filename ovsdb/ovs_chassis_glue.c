@@ -59,6 +59,7 @@ okna_ovs_idl* okna_ovs_idl_open_chassis(const char* remote) {
   ovsdb_idl_add_column(h->idl, &ovsrec_port_col_interfaces);
   ovsdb_idl_add_column(h->idl, &ovsrec_interface_col_name);
   ovsdb_idl_add_column(h->idl, &ovsrec_interface_col_type);
+  ovsdb_idl_add_column(h->idl, &ovsrec_interface_col_external_ids);
   return h;
 }
 
@@ -113,18 +114,46 @@ static const struct ovsrec_port* find_port(const struct ovsrec_bridge* br, const
   return NULL;
 }
 
+/* Parses "k1=v1,k2=v2" (NULL or "" = empty) into 'map'. */
+static void parse_kv_list(const char* s, struct smap* map) {
+  if (!s || !*s) {
+    return;
+  }
+  char* copy = xstrdup(s);
+  char* save = NULL;
+  for (char* item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+    char* eq = strchr(item, '=');
+    if (eq) {
+      *eq = '\0';
+      smap_replace(map, item, eq + 1);
+    }
+  }
+  free(copy);
+}
+
 /* A Port with one Interface of the same name, as ovs-vsctl add-port / add-br create them. */
-static struct ovsrec_port* insert_port(struct ovsdb_idl_txn* txn, const char* name,
-                                       const char* iface_type) {
+static struct ovsrec_port* insert_port_ids(struct ovsdb_idl_txn* txn, const char* name,
+                                           const char* iface_type, const char* iface_ids) {
   struct ovsrec_interface* iface = ovsrec_interface_insert(txn);
   ovsrec_interface_set_name(iface, name);
   if (iface_type) {
     ovsrec_interface_set_type(iface, iface_type);
   }
+  if (iface_ids && *iface_ids) {
+    struct smap ids = SMAP_INITIALIZER(&ids);
+    parse_kv_list(iface_ids, &ids);
+    ovsrec_interface_set_external_ids(iface, &ids);
+    smap_destroy(&ids);
+  }
   struct ovsrec_port* port = ovsrec_port_insert(txn);
   ovsrec_port_set_name(port, name);
   ovsrec_port_set_interfaces(port, &iface, 1);
   return port;
+}
+
+static struct ovsrec_port* insert_port(struct ovsdb_idl_txn* txn, const char* name,
+                                       const char* iface_type) {
+  return insert_port_ids(txn, name, iface_type, NULL);
 }
 
 struct okna_ovs_txn {
@@ -215,6 +244,32 @@ okna_ovs_txn* okna_ovs_txn_start(okna_ovs_idl* h, const okna_ovs_op* ops, size_t
           ovsrec_bridge_verify_ports(br);
           ovsrec_bridge_update_ports_delvalue(br, port);
         }
+        break;
+      }
+      case OKNA_OVS_ADD_IFACE_PORT: {
+        const struct ovsrec_bridge* br = find_bridge(ovs, op->a);
+        if (!br) {
+          ok = 0;
+          break;
+        }
+        ovsrec_bridge_verify_ports(br);
+        ovsrec_bridge_update_ports_addvalue(br, insert_port_ids(txn, op->b, NULL, op->c));
+        break;
+      }
+      case OKNA_OVS_SET_IFACE_EXTERNAL_ID: {
+        const struct ovsrec_bridge* br = find_bridge(ovs, op->a);
+        const struct ovsrec_port* port = br ? find_port(br, op->b) : NULL;
+        if (!port || !port->n_interfaces) {
+          ok = 0;
+          break;
+        }
+        struct smap kv = SMAP_INITIALIZER(&kv);
+        parse_kv_list(op->c, &kv);
+        struct smap_node* node;
+        SMAP_FOR_EACH(node, &kv) {
+          ovsrec_interface_update_external_ids_setkey(port->interfaces[0], node->key, node->value);
+        }
+        smap_destroy(&kv);
         break;
       }
       case OKNA_OVS_DEL_BRIDGE: {

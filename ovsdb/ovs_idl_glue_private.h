@@ -11,6 +11,9 @@ struct okna_ovs_idl {
 
 struct okna_sb_idl {
   struct ovsdb_idl* idl;
+  /* The chassis view's condition state (ovs_metadata_glue.c), freed by okna_sb_idl_close. */
+  void* view;
+  void (*free_view)(void*);
 };
 
 #endif /* OKNA_OVSDB_OVS_IDL_GLUE_PRIVATE_H */

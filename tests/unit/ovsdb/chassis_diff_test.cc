@@ -26,7 +26,10 @@ ObservedOvs apply(ObservedOvs db, const ChassisOps& ops) {
         db.bridges[op.a] = ObservedBridge{op.b, {op.a}};
         break;
       case Kind::AddPort:
+      case Kind::AddIfacePort:
         db.bridges.at(op.a).ports.push_back(op.b);
+        break;
+      case Kind::SetIfaceExternalIds:
         break;
       case Kind::DeletePort: {
         auto& ports = db.bridges.at(op.a).ports;

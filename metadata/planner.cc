@@ -1,0 +1,150 @@
+#include "metadata/planner.h"
+
+#include <arpa/inet.h>
+
+#include <cctype>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace okna::metadata {
+
+namespace {
+
+std::vector<std::string> splitSpaces(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string token; in >> token;) out.push_back(token);
+  return out;
+}
+
+bool isVif(const ovsdb::SbPort& p) {
+  return p.type.empty() || p.type == "external";
+}
+
+// Neutron's MAC_PATTERN, anchored at the start of the token.
+bool isMac(const std::string& s) {
+  static const std::regex kMac("^([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}$");
+  return std::regex_match(s, kMac);
+}
+
+bool isIpv4Cidr(const std::string& cidr) {
+  const auto slash = cidr.find('/');
+  const std::string ip = cidr.substr(0, slash);
+  in_addr a{};
+  if (inet_pton(AF_INET, ip.c_str(), &a) != 1) return false;
+  if (slash == std::string::npos) return true;
+  const std::string len = cidr.substr(slash + 1);
+  if (len.empty() || len.size() > 2 || len.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  return std::stoi(len) <= 32;
+}
+
+}  // namespace
+
+std::string networkIdFromDatapathName(const std::string& name) {
+  static const std::string kPrefix = "neutron-";
+  std::string out;
+  for (std::size_t i = 0; i < name.size();) {
+    if (name.compare(i, kPrefix.size(), kPrefix) == 0) {
+      i += kPrefix.size();
+    } else {
+      out += name[i++];
+    }
+  }
+  return out;
+}
+
+std::string macIndexKey(const std::string& mac) {
+  std::string lower;
+  for (const char c : mac) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return "mac/" + lower;
+}
+
+std::string namespaceNameFor(const std::string& networkId) {
+  return "ovnmeta-" + networkId;
+}
+
+std::string vethNameFor(const std::string& networkId, int end) {
+  return "tap" + networkId.substr(0, 10) + std::to_string(end);
+}
+
+MetadataPlan planMetadata(const ovsdb::SbMetadataView& view, bool ipv6) {
+  MetadataPlan plan;
+  plan.synced = view.enabled && view.synced;
+  plan.notSyncedReason = view.enabled ? view.notSyncedReason : "metadata is not active";
+
+  std::set<std::string> hosted;
+  for (const auto& p : view.ports)
+    if (isVif(p) && (p.onChassis || p.onAdditional) && !p.datapath.empty())
+      hosted.insert(p.datapath);
+
+  std::map<std::string, const ovsdb::SbPort*> localports;
+  for (const auto& p : view.ports)
+    if (p.type == "localport" && hosted.count(p.datapath) && !localports.count(p.datapath))
+      localports[p.datapath] = &p;
+
+  std::map<std::string, std::string> networkOfDatapath;
+  for (const auto& dp : hosted) {
+    const auto name = view.datapathNames.find(dp);
+    if (name == view.datapathNames.end() || name->second.empty()) {
+      // Not a Neutron network (or its row is not in the replica yet): nothing to serve.
+      if (plan.synced && name == view.datapathNames.end())
+        plan.warnings.push_back("datapath " + dp + " hosts a VM port but has no Datapath_Binding");
+      continue;
+    }
+    const std::string networkId = networkIdFromDatapathName(name->second);
+    networkOfDatapath[dp] = networkId;
+    const auto lp = localports.find(dp);
+    if (lp == localports.end()) {
+      plan.warnings.push_back("network " + networkId +
+                              ": no metadata port (localport) in the Southbound; no metadata "
+                              "namespace");
+      continue;
+    }
+    const ovsdb::SbPort& port = *lp->second;
+    const auto macTokens = splitSpaces(port.mac0);
+    if (macTokens.empty() || !isMac(macTokens[0])) {
+      plan.warnings.push_back("network " + networkId + ": metadata port " + port.logicalPort +
+                              " has no MAC address; no metadata namespace");
+      continue;
+    }
+    NetworkPlan n;
+    n.networkId = networkId;
+    n.datapath = dp;
+    n.metadataPort = port.logicalPort;
+    n.mac = macTokens[0];
+    std::set<std::string> addresses;
+    for (const auto& cidr : splitSpaces(port.cidrs))
+      if (isIpv4Cidr(cidr))
+        addresses.insert(cidr.find('/') == std::string::npos ? cidr + "/32" : cidr);
+    if (addresses.empty()) {
+      plan.warnings.push_back("network " + networkId + ": metadata port " + port.logicalPort +
+                              " has no IPv4 address (neutron:cidrs); no metadata namespace");
+      continue;
+    }
+    addresses.insert(std::string(kMetadataIpv4) + "/32");
+    if (ipv6) addresses.insert(std::string(kMetadataIpv6) + "/64");
+    n.addresses.assign(addresses.begin(), addresses.end());
+    n.namespaceName = namespaceNameFor(networkId);
+    n.hostIface = vethNameFor(networkId, 0);
+    n.innerIface = vethNameFor(networkId, 1);
+    plan.networks[networkId] = std::move(n);
+  }
+
+  for (const auto& p : view.ports) {
+    if (!isVif(p) || !(p.onChassis || p.onAdditional)) continue;
+    const auto net = networkOfDatapath.find(p.datapath);
+    if (net == networkOfDatapath.end() || !plan.networks.count(net->second)) continue;
+    const auto tokens = splitSpaces(p.mac0);
+    if (tokens.empty()) continue;
+    auto& byKey = plan.index[net->second];
+    const IndexedPort ref{p.logicalPort, p.deviceId, p.projectId};
+    for (std::size_t i = 1; i < tokens.size(); ++i) byKey[tokens[i]].push_back(ref);
+    // IPv6 metadata: the client's address is its link-local one, derived from the MAC.
+    if (isMac(tokens[0])) byKey[macIndexKey(tokens[0])].push_back(ref);
+  }
+  return plan;
+}
+
+}  // namespace okna::metadata

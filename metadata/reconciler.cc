@@ -1,0 +1,364 @@
+#include "metadata/reconciler.h"
+
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+#include <cstdio>
+
+#include "core/health.h"
+#include "core/logging.h"
+#include "core/metrics.h"
+
+namespace okna::metadata {
+
+namespace {
+
+constexpr const char* kComponent = "metadata";
+using Clock = std::chrono::steady_clock;
+
+// The MAC behind an EUI-64 IPv6 link-local address (fe80::XXff:feXX:XXXX), "" otherwise.
+std::string macOfLinkLocal(const std::string& ip) {
+  in6_addr a{};
+  const std::string bare = ip.substr(0, ip.find('%'));
+  if (inet_pton(AF_INET6, bare.c_str(), &a) != 1) return "";
+  const unsigned char* b = a.s6_addr;
+  if (b[0] != 0xfe || (b[1] & 0xc0) != 0x80 || b[11] != 0xff || b[12] != 0xfe) return "";
+  char mac[18];
+  std::snprintf(mac, sizeof mac, "%02x:%02x:%02x:%02x:%02x:%02x", b[8] ^ 0x02, b[9], b[10], b[13],
+                b[14], b[15]);
+  return mac;
+}
+
+}  // namespace
+
+Reconciler::Reconciler(boost::asio::io_context& io, ReconcilerOptions options, Plumbing& plumbing,
+                       RunOnWorker runOnWorker, Listeners& listeners, SubmitOvs submitOvs,
+                       core::MetricsRegistry& metrics, core::HealthRegistry& health)
+    : io_(io),
+      options_(options),
+      plumbing_(plumbing),
+      runOnWorker_(std::move(runOnWorker)),
+      listeners_(listeners),
+      submitOvs_(std::move(submitOvs)),
+      metrics_(metrics),
+      health_(health),
+      alive_(std::make_shared<bool>(true)),
+      retryTimer_(io) {
+  for (const char* state : {"wanted", "ready"})
+    metrics_.gauge("okna_metadata_namespaces", "Metadata namespaces, by state", {{"state", state}});
+  for (const char* op : {"ensure", "remove"})
+    for (const char* result : {"ok", "error"})
+      metrics_.counter("okna_metadata_plumbing_total", "Namespace operations, by result",
+                       {{"op", op}, {"result", result}});
+}
+
+Reconciler::~Reconciler() {
+  stop();
+}
+
+void Reconciler::stop() {
+  *alive_ = false;
+  retryTimer_.cancel();
+}
+
+void Reconciler::setActive(bool active) {
+  if (active == active_) return;
+  active_ = active;
+  if (active) {
+    health_.addComponent(kComponent);
+    health_.setReady(kComponent, false, "waiting for the Southbound view");
+  } else {
+    health_.removeComponent(kComponent);
+    if (!networks_.empty())
+      core::logger(kComponent)
+          ->info(
+              "metadata is no longer active here: {} namespace(s) keep serving until their "
+              "VMs leave; none is created",
+              networks_.size());
+  }
+  submitPorts();
+  reconcile();
+}
+
+void Reconciler::update(const ovsdb::SbMetadataView& view, const std::string& integrationBridge,
+                        const std::set<std::string>& bridgePorts) {
+  if (!*alive_) return;
+  bridge_ = integrationBridge.empty() ? "br-int" : integrationBridge;
+  bridgePorts_ = bridgePorts;
+  const bool synced = view.enabled && view.synced;
+  if (view.version != viewVersion_ || synced != viewSynced_ ||
+      view.notSyncedReason != plan_.notSyncedReason) {
+    if (synced && !viewSynced_) prunedThisSync_ = false;
+    viewVersion_ = view.version;
+    viewSynced_ = synced;
+    plan_ = planMetadata(view, options_.ipv6);
+    if (plan_.warnings != reportedWarnings_) {
+      for (const auto& w : plan_.warnings)
+        if (std::find(reportedWarnings_.begin(), reportedWarnings_.end(), w) ==
+            reportedWarnings_.end())
+          core::logger(kComponent)->warn("{}", w);
+      reportedWarnings_ = plan_.warnings;
+    }
+  }
+  reconcile();
+}
+
+void Reconciler::reconcile() {
+  if (!*alive_) return;
+  const auto now = Clock::now();
+  std::optional<Clock::time_point> nextRetry;
+  for (const auto& [id, network] : plan_.networks) {
+    const auto it = networks_.find(id);
+    // Inactive: keep what exists, create nothing new.
+    if (it == networks_.end() && !active_) continue;
+    NetworkState& st = networks_[id];
+    if (st.busy) continue;
+    const bool current = st.applied && *st.applied == network && st.listening && !st.removing;
+    if (current) continue;
+    if (now < st.retryAt) {
+      nextRetry = nextRetry ? std::min(*nextRetry, st.retryAt) : st.retryAt;
+      continue;
+    }
+    startEnsure(network);
+  }
+  if (plan_.synced) {
+    std::vector<std::string> gone;
+    for (const auto& [id, st] : networks_)
+      if (!plan_.networks.count(id) && !st.busy) gone.push_back(id);
+    for (const auto& id : gone) startRemove(id, namespaceNameFor(id));
+    if (!prunedThisSync_ && active_) pruneStrays();
+  }
+  if (nextRetry) scheduleRetry(*nextRetry);
+  submitPorts();
+  updateHealth();
+}
+
+void Reconciler::startEnsure(const NetworkPlan& network) {
+  NetworkState& st = networks_[network.networkId];
+  st.busy = true;
+  const bool listening = st.listening;
+  std::vector<std::string> addresses{kMetadataIpv4};
+  if (options_.ipv6) addresses.push_back(std::string(kMetadataIpv6) + "%" + network.innerIface);
+  runOnWorker_([this, alive = alive_, network, listening, addresses] {
+    auto ensured = plumbing_.ensure(network);
+    std::vector<core::Result<int>> fds;
+    if (ensured && (!listening || ensured->namespaceCreated))
+      for (const auto& address : addresses)
+        fds.push_back(plumbing_.listen(network, address, options_.port));
+    boost::asio::post(
+        io_, [this, alive, network, ensured = std::move(ensured), fds = std::move(fds)]() mutable {
+          if (*alive) {
+            onEnsured(network, std::move(ensured), std::move(fds));
+          } else {
+            for (auto& fd : fds)
+              if (fd) ::close(*fd);
+          }
+        });
+  });
+}
+
+void Reconciler::onEnsured(const NetworkPlan& network, core::Result<Plumbing::Ensured> ensured,
+                           std::vector<core::Result<int>> fds) {
+  auto log = core::logger(kComponent);
+  NetworkState& st = networks_[network.networkId];
+  st.busy = false;
+  const auto fail = [&](const std::string& error) {
+    for (auto& fd : fds)
+      if (fd) ::close(*fd);
+    st.lastError = error;
+    st.backoff = std::clamp(st.backoff * 2, options_.retryMin, options_.retryMax);
+    st.retryAt = Clock::now() + st.backoff;
+    log->error("network {}: {}; retrying in {} ms", network.networkId, error, st.backoff.count());
+    metrics_
+        .counter("okna_metadata_plumbing_total", "Namespace operations, by result",
+                 {{"op", "ensure"}, {"result", "error"}})
+        .inc();
+  };
+  if (!ensured) return fail(ensured.error().message), reconcile();
+  if (!fds.empty()) {
+    if (!fds[0])
+      return fail("listening on " + std::string(kMetadataIpv4) + ":" +
+                  std::to_string(options_.port) + " in " + network.namespaceName + ": " +
+                  fds[0].error().message),
+             reconcile();
+    // A re-created namespace took the old listeners' sockets with it.
+    if (st.listening) listeners_.removeNetwork(network.networkId);
+    st.listening = false;
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (!fds[i]) {
+        log->warn("network {}: IPv6 metadata not served: {}", network.networkId,
+                  fds[i].error().message);
+        continue;
+      }
+      if (auto s = listeners_.addListener(network.networkId, *fds[i]); !s) {
+        for (std::size_t j = i + 1; j < fds.size(); ++j)
+          if (fds[j]) ::close(*fds[j]);
+        listeners_.removeNetwork(network.networkId);
+        return fail("serving " + network.namespaceName + ": " + s.error().message), reconcile();
+      }
+    }
+    st.listening = true;
+  }
+  const bool first = !st.applied;
+  st.applied = network;
+  st.lastError.clear();
+  st.backoff = {};
+  st.retryAt = {};
+  metrics_
+      .counter("okna_metadata_plumbing_total", "Namespace operations, by result",
+               {{"op", "ensure"}, {"result", "ok"}})
+      .inc();
+  if (ensured->changes.empty())
+    log->info("network {}: {} adopted as it was; serving metadata", network.networkId,
+              network.namespaceName);
+  else
+    log->info("network {}: {} {} ({}); serving metadata", network.networkId, network.namespaceName,
+              first ? "set up" : "repaired", ensured->changes);
+  reconcile();
+}
+
+void Reconciler::startRemove(const std::string& networkId, const std::string& namespaceName) {
+  NetworkState& st = networks_[networkId];
+  st.busy = true;
+  st.removing = true;
+  if (st.listening) listeners_.removeNetwork(networkId);
+  st.listening = false;
+  st.applied.reset();
+  core::logger(kComponent)
+      ->info("network {}: no VM port bound here any more; removing {}", networkId, namespaceName);
+  runOnWorker_([this, alive = alive_, networkId, namespaceName] {
+    auto status = plumbing_.remove(namespaceName);
+    boost::asio::post(io_, [this, alive, networkId, namespaceName, status]() {
+      if (!*alive) return;
+      NetworkState& state = networks_[networkId];
+      state.busy = false;
+      const char* result = status ? "ok" : "error";
+      metrics_
+          .counter("okna_metadata_plumbing_total", "Namespace operations, by result",
+                   {{"op", "remove"}, {"result", result}})
+          .inc();
+      if (status) {
+        networks_.erase(networkId);
+      } else {
+        state.lastError = status.error().message;
+        state.backoff = std::clamp(state.backoff * 2, options_.retryMin, options_.retryMax);
+        state.retryAt = Clock::now() + state.backoff;
+        core::logger(kComponent)
+            ->error("removing {}: {}; retrying in {} ms", namespaceName, state.lastError,
+                    state.backoff.count());
+        scheduleRetry(state.retryAt);
+      }
+      reconcile();
+    });
+  });
+}
+
+void Reconciler::pruneStrays() {
+  prunedThisSync_ = true;
+  runOnWorker_([this, alive = alive_] {
+    auto found = plumbing_.list();
+    boost::asio::post(io_, [this, alive, found = std::move(found)]() {
+      if (!*alive) return;
+      if (!found) {
+        core::logger(kComponent)
+            ->error("listing the ovnmeta namespaces: {}", found.error().message);
+        prunedThisSync_ = false;
+        return;
+      }
+      // The plan may have moved on since the listing: judge with the current one, and only
+      // while it is synced.
+      if (!plan_.synced) {
+        prunedThisSync_ = false;
+        return;
+      }
+      static const std::string kPrefix = "ovnmeta-";
+      for (const auto& ns : *found) {
+        if (ns.rfind(kPrefix, 0) != 0) continue;
+        const std::string id = ns.substr(kPrefix.size());
+        if (plan_.networks.count(id) || networks_.count(id)) continue;
+        startRemove(id, ns);
+      }
+      submitPorts();
+    });
+  });
+}
+
+void Reconciler::submitPorts() {
+  ovsdb::DesiredMetadataOvs desired;
+  desired.enabled = wantsSouthbound();
+  desired.bridge = bridge_;
+  for (const auto& [id, st] : networks_) {
+    if (st.removing) continue;
+    const auto planned = plan_.networks.find(id);
+    // A port is plugged once its veth exists, and kept while it is being re-ensured: a restart
+    // must not unplug and re-plug a working namespace.
+    const NetworkPlan* network = st.applied ? &*st.applied : nullptr;
+    if (!network && planned != plan_.networks.end() &&
+        bridgePorts_.count(planned->second.hostIface))
+      network = &planned->second;
+    if (network) desired.ports[network->hostIface] = network->metadataPort;
+  }
+  desired.prune = plan_.synced;
+  submitOvs_(desired);
+}
+
+void Reconciler::updateHealth() {
+  std::size_t ready = 0;
+  std::vector<std::string> missing;
+  for (const auto& [id, network] : plan_.networks) {
+    const auto it = networks_.find(id);
+    if (it != networks_.end() && it->second.listening && it->second.applied == network) {
+      ++ready;
+    } else if (missing.size() < 5) {
+      missing.push_back(network.namespaceName +
+                        (it != networks_.end() && !it->second.lastError.empty()
+                             ? " (" + it->second.lastError + ")"
+                             : " (setting up)"));
+    }
+  }
+  metrics_.gauge("okna_metadata_namespaces", "Metadata namespaces, by state", {{"state", "wanted"}})
+      .set(static_cast<double>(plan_.networks.size()));
+  metrics_.gauge("okna_metadata_namespaces", "Metadata namespaces, by state", {{"state", "ready"}})
+      .set(static_cast<double>(ready));
+  if (!active_) return;
+  if (!plan_.synced) {
+    health_.setReady(kComponent, false, plan_.notSyncedReason);
+  } else if (ready < plan_.networks.size()) {
+    std::string detail = std::to_string(ready) + "/" + std::to_string(plan_.networks.size()) +
+                         " networks serving; not yet:";
+    for (const auto& m : missing) detail += " " + m;
+    health_.setReady(kComponent, false, detail);
+  } else {
+    health_.setReady(kComponent, true, std::to_string(ready) + " network(s) serving metadata");
+  }
+}
+
+void Reconciler::scheduleRetry(Clock::time_point at) {
+  retryTimer_.expires_at(at);
+  retryTimer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
+    if (!ec && *alive) reconcile();
+  });
+}
+
+std::vector<IndexedPort> Reconciler::lookup(const std::string& networkId,
+                                            const std::string& clientIp) const {
+  const auto net = plan_.index.find(networkId);
+  if (net == plan_.index.end()) return {};
+  auto it = net->second.find(clientIp);
+  if (it == net->second.end()) {
+    const std::string mac = macOfLinkLocal(clientIp);
+    if (!mac.empty()) it = net->second.find(macIndexKey(mac));
+  }
+  return it == net->second.end() ? std::vector<IndexedPort>{} : it->second;
+}
+
+std::set<std::string> Reconciler::readyNetworks() const {
+  std::set<std::string> out;
+  for (const auto& [id, st] : networks_)
+    if (st.listening && !st.removing) out.insert(id);
+  return out;
+}
+
+}  // namespace okna::metadata

@@ -1,0 +1,151 @@
+#pragma once
+// Keeps one ovnmeta namespace, its veth, addresses, OVS port and listener per network that the
+// planner (planner.h) says needs metadata on this chassis. Runs on the agent's loop; the blocking
+// plumbing (netlink, setns, bind inside a namespace) runs on a worker thread and its results come
+// back by posting to the loop.
+//
+// Per network: ensure the namespace (an existing correct one is adopted with no change, so a
+// restarted agent causes no outage), open the listeners inside it (SO_REUSEPORT: a new process
+// binds while the old one still serves), hand them to the HTTP server, then plug the host veth
+// into the integration bridge (through the IDL thread). A network that no longer needs metadata
+// loses its listeners, its OVS port and its namespace. Nothing is torn down while the Southbound
+// view is not synced; on the first synced view (start-up, and again after each SB reconnect)
+// every ovnmeta-* namespace the plan does not want is removed.
+//
+// Readiness component "metadata": the view synced and every planned network serving.
+// Metrics: okna_metadata_namespaces{state=wanted|ready}, okna_metadata_plumbing_total{op,result}.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "metadata/planner.h"
+#include "ovsdb/metadata_ports.h"
+
+namespace okna::core {
+class HealthRegistry;
+class MetricsRegistry;
+}  // namespace okna::core
+
+namespace okna::metadata {
+
+/** The blocking host side, called on the worker thread only. */
+class Plumbing {
+ public:
+  virtual ~Plumbing() = default;
+  struct Ensured {
+    // What was changed, for the log ("" = an existing correct namespace was adopted as is).
+    std::string changes;
+    // The namespace itself was (re-)created: listeners opened before are in a dead namespace.
+    bool namespaceCreated = false;
+  };
+  /** Namespace, veth pair, MAC, addresses, offloads. */
+  virtual core::Result<Ensured> ensure(const NetworkPlan& network) = 0;
+  virtual core::Status remove(const std::string& namespaceName) = 0;
+  /** The ovnmeta-* namespaces on the host. */
+  virtual core::Result<std::vector<std::string>> list() = 0;
+  /** A listening TCP socket on address:port inside the network's namespace. */
+  virtual core::Result<int> listen(const NetworkPlan& network, const std::string& address,
+                                   int port) = 0;
+};
+
+/** The HTTP side, on the loop. */
+class Listeners {
+ public:
+  virtual ~Listeners() = default;
+  virtual core::Status addListener(const std::string& networkId, int fd) = 0;
+  virtual void removeNetwork(const std::string& networkId) = 0;
+};
+
+struct ReconcilerOptions {
+  bool ipv6 = true;
+  int port = 80;
+  std::chrono::milliseconds retryMin{500};
+  std::chrono::milliseconds retryMax{30000};
+};
+
+class Reconciler {
+ public:
+  /** Runs a job on the worker thread (in order). */
+  using RunOnWorker = std::function<void(std::function<void()>)>;
+  /** Hands the wanted metadata ports to the IDL thread. */
+  using SubmitOvs = std::function<void(const ovsdb::DesiredMetadataOvs&)>;
+
+  Reconciler(boost::asio::io_context& io, ReconcilerOptions options, Plumbing& plumbing,
+             RunOnWorker runOnWorker, Listeners& listeners, SubmitOvs submitOvs,
+             core::MetricsRegistry& metrics, core::HealthRegistry& health);
+  ~Reconciler();
+  Reconciler(const Reconciler&) = delete;
+  Reconciler& operator=(const Reconciler&) = delete;
+
+  /** Active with the compute role (and metadata.enabled). Inactive, no namespace is created,
+   *  but the existing ones keep serving until their network has no VM bound here any more:
+   *  losing the role (or a typo in the label) never cuts metadata from running VMs. */
+  void setActive(bool active);
+  bool active() const { return active_; }
+  /** Whether the Southbound metadata rows are still needed (active, or namespaces remain). */
+  bool wantsSouthbound() const { return active_ || !networks_.empty(); }
+  /** A new Southbound view, the integration bridge name and the ports now on that bridge (from
+   *  the IDL thread's snapshot). */
+  void update(const ovsdb::SbMetadataView& view, const std::string& integrationBridge,
+              const std::set<std::string>& bridgePorts);
+  void stop();
+
+  /** The client IP's port in that network: 0, 1 or several matches. */
+  std::vector<IndexedPort> lookup(const std::string& networkId, const std::string& clientIp) const;
+  const MetadataPlan& plan() const { return plan_; }
+  /** Networks whose namespace and listeners are up. */
+  std::set<std::string> readyNetworks() const;
+
+ private:
+  struct NetworkState {
+    std::optional<NetworkPlan> applied;  // what the last successful ensure made
+    bool listening = false;
+    bool busy = false;  // a worker job is in flight
+    bool removing = false;
+    std::chrono::milliseconds backoff{0};
+    std::chrono::steady_clock::time_point retryAt{};
+    std::string lastError;
+  };
+
+  void reconcile();
+  void startEnsure(const NetworkPlan& network);
+  void onEnsured(const NetworkPlan& network, core::Result<Plumbing::Ensured> ensured,
+                 std::vector<core::Result<int>> fds);
+  void startRemove(const std::string& networkId, const std::string& namespaceName);
+  void pruneStrays();
+  void submitPorts();
+  void updateHealth();
+  void scheduleRetry(std::chrono::steady_clock::time_point at);
+
+  boost::asio::io_context& io_;
+  ReconcilerOptions options_;
+  Plumbing& plumbing_;
+  RunOnWorker runOnWorker_;
+  Listeners& listeners_;
+  SubmitOvs submitOvs_;
+  core::MetricsRegistry& metrics_;
+  core::HealthRegistry& health_;
+  std::shared_ptr<bool> alive_;
+  bool active_ = false;
+  std::string bridge_ = "br-int";
+  std::set<std::string> bridgePorts_;
+  MetadataPlan plan_;
+  std::uint64_t viewVersion_ = ~0ULL;
+  bool viewSynced_ = false;
+  // Strays are pruned once per synced period (start-up, each SB reconnect).
+  bool prunedThisSync_ = false;
+  std::map<std::string, NetworkState> networks_;
+  std::vector<std::string> reportedWarnings_;
+  boost::asio::steady_timer retryTimer_;
+};
+
+}  // namespace okna::metadata

@@ -1,0 +1,340 @@
+/* ovs_metadata_glue.c -- see ovs_metadata_glue.h. Compiled as C. */
+
+#include <config.h> /* must come first in every translation unit that includes OVS headers */
+
+#include "ovs_metadata_glue.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/vswitch-idl.h"
+#include "ovn-sb-idl.h"
+#include "ovs_idl_glue_private.h"
+#include "ovsdb-data.h"
+#include "ovsdb-idl-provider.h"
+#include "ovsdb-idl.h"
+#include "smap.h"
+#include "util.h"
+#include "uuid.h"
+
+/* ---- Open_vSwitch -------------------------------------------------------------------------- */
+
+void okna_ovs_idl_foreach_iface_external_id(okna_ovs_idl* h, const char* bridge,
+                                            okna_ovs_iface_kv_cb cb, void* ctx) {
+  const struct ovsrec_open_vswitch* ovs = h ? ovsrec_open_vswitch_first(h->idl) : NULL;
+  if (!ovs || !cb || !bridge) {
+    return;
+  }
+  for (size_t i = 0; i < ovs->n_bridges; i++) {
+    const struct ovsrec_bridge* br = ovs->bridges[i];
+    if (strcmp(br->name, bridge)) {
+      continue;
+    }
+    for (size_t j = 0; j < br->n_ports; j++) {
+      const struct ovsrec_port* port = br->ports[j];
+      for (size_t k = 0; k < port->n_interfaces; k++) {
+        const struct smap_node* node;
+        SMAP_FOR_EACH(node, &port->interfaces[k]->external_ids) {
+          cb(ctx, port->name, node->key, node->value);
+        }
+      }
+    }
+  }
+}
+
+/* ---- OVN_Southbound: the chassis view ------------------------------------------------------ */
+
+/* The conditions last sent, to send a change only when they differ. */
+struct okna_sb_view_state {
+  char* chassis_name;
+  int metadata;
+  char own_uuid[UUID_LEN + 1];
+  struct uuid* datapaths;
+  size_t n_datapaths;
+  unsigned int expected_seqno;
+  int sent;
+};
+
+/* Datapath_Binding is selected by row UUID: the generated IDL has no column for "_uuid", which
+ * OVSDB accepts in conditions (RFC 7047 5.1), so this describes it for the condition encoder. */
+static struct ovsdb_idl_column uuid_column = {
+    .name = (char*)"_uuid",
+    .type = OVSDB_TYPE_SCALAR_INITIALIZER(OVSDB_BASE_UUID_INIT),
+    .is_mutable = false,
+    .is_synthetic = false,
+    .parse = NULL,
+    .unparse = NULL,
+};
+
+static struct okna_sb_view_state* view_state(okna_sb_idl* h) {
+  return (struct okna_sb_view_state*)h->view;
+}
+
+static void free_view_state(void* p) {
+  struct okna_sb_view_state* st = p;
+  if (st) {
+    free(st->chassis_name);
+    free(st->datapaths);
+    free(st);
+  }
+}
+
+okna_sb_idl* okna_sb_idl_open_chassis_view(const char* remote, const char* chassis_name) {
+  if (!remote) {
+    return NULL;
+  }
+  okna_sb_idl* h = xzalloc(sizeof *h);
+  struct okna_sb_view_state* st = xzalloc(sizeof *st);
+  st->chassis_name = xstrdup(chassis_name ? chassis_name : "");
+  h->view = st;
+  h->free_view = free_view_state;
+  h->idl = ovsdb_idl_create(remote, &sbrec_idl_class, false, true);
+  ovsdb_idl_set_leader_only(h->idl, false);
+  ovsdb_idl_add_column(h->idl, &sbrec_chassis_col_name);
+  ovsdb_idl_add_column(h->idl, &sbrec_chassis_private_col_name);
+  ovsdb_idl_add_column(h->idl, &sbrec_chassis_private_col_external_ids);
+  ovsdb_idl_add_column(h->idl, &sbrec_sb_global_col_nb_cfg);
+  ovsdb_idl_add_column(h->idl, &sbrec_datapath_binding_col_external_ids);
+  ovsdb_idl_add_column(h->idl, &sbrec_port_binding_col_logical_port);
+  ovsdb_idl_add_column(h->idl, &sbrec_port_binding_col_type);
+  ovsdb_idl_add_column(h->idl, &sbrec_port_binding_col_chassis);
+  ovsdb_idl_add_column(h->idl, &sbrec_port_binding_col_additional_chassis);
+  ovsdb_idl_add_column(h->idl, &sbrec_port_binding_col_datapath);
+  ovsdb_idl_add_column(h->idl, &sbrec_port_binding_col_mac);
+  ovsdb_idl_add_column(h->idl, &sbrec_port_binding_col_external_ids);
+
+  struct ovsdb_idl_condition chassis = OVSDB_IDL_CONDITION_INIT(&chassis);
+  sbrec_chassis_add_clause_name(&chassis, OVSDB_F_EQ, st->chassis_name);
+  sbrec_chassis_set_condition(h->idl, &chassis);
+  ovsdb_idl_condition_destroy(&chassis);
+
+  struct ovsdb_idl_condition priv = OVSDB_IDL_CONDITION_INIT(&priv);
+  sbrec_chassis_private_add_clause_name(&priv, OVSDB_F_EQ, st->chassis_name);
+  sbrec_chassis_private_set_condition(h->idl, &priv);
+  ovsdb_idl_condition_destroy(&priv);
+
+  okna_sb_idl_set_metadata_datapaths(h, 0, NULL, 0);
+  return h;
+}
+
+static int uuid_cmp(const void* a, const void* b) {
+  return uuid_compare_3way(a, b);
+}
+
+unsigned int okna_sb_idl_set_metadata_datapaths(okna_sb_idl* h, int metadata,
+                                                const char* const* datapaths, size_t n) {
+  struct okna_sb_view_state* st = h ? view_state(h) : NULL;
+  if (!st) {
+    return 0;
+  }
+  char own[UUID_LEN + 1] = "";
+  okna_sb_idl_own_chassis_uuid(h, own);
+
+  struct uuid* dps = xcalloc(n ? n : 1, sizeof *dps);
+  size_t n_dps = 0;
+  for (size_t i = 0; metadata && i < n; i++) {
+    if (uuid_from_string(&dps[n_dps], datapaths[i])) {
+      n_dps++;
+    }
+  }
+  qsort(dps, n_dps, sizeof *dps, uuid_cmp);
+
+  if (st->sent && st->metadata == metadata && !strcmp(st->own_uuid, own) &&
+      st->n_datapaths == n_dps && !memcmp(st->datapaths, dps, n_dps * sizeof *dps)) {
+    free(dps);
+    return st->expected_seqno;
+  }
+  free(st->datapaths);
+  st->datapaths = dps;
+  st->n_datapaths = n_dps;
+  st->metadata = metadata;
+  memcpy(st->own_uuid, own, sizeof own);
+  st->sent = 1;
+
+  struct ovsdb_idl_condition pbs = OVSDB_IDL_CONDITION_INIT(&pbs);
+  struct ovsdb_idl_condition dpb = OVSDB_IDL_CONDITION_INIT(&dpb);
+  sbrec_port_binding_add_clause_type(&pbs, OVSDB_F_EQ, "chassisredirect");
+  struct uuid own_uuid;
+  if (metadata && *own && uuid_from_string(&own_uuid, own)) {
+    sbrec_port_binding_add_clause_chassis(&pbs, OVSDB_F_EQ, &own_uuid);
+    struct uuid* one = &own_uuid;
+    sbrec_port_binding_add_clause_additional_chassis(&pbs, OVSDB_F_INCLUDES, &one, 1);
+  }
+  for (size_t i = 0; i < n_dps; i++) {
+    sbrec_port_binding_add_clause_datapath(&pbs, OVSDB_F_EQ, &dps[i]);
+    union ovsdb_atom atom;
+    atom.uuid = dps[i];
+    struct ovsdb_datum datum;
+    datum.n = 1;
+    datum.keys = &atom;
+    datum.values = NULL;
+    datum.refcnt = NULL;
+    ovsdb_idl_condition_add_clause(&dpb, OVSDB_F_EQ, &uuid_column, &datum);
+  }
+  /* No clause selects nothing (an empty condition is false). */
+  unsigned int a = sbrec_port_binding_set_condition(h->idl, &pbs);
+  unsigned int b = sbrec_datapath_binding_set_condition(h->idl, &dpb);
+  ovsdb_idl_condition_destroy(&pbs);
+  ovsdb_idl_condition_destroy(&dpb);
+  st->expected_seqno = a > b ? a : b;
+  return st->expected_seqno;
+}
+
+unsigned int okna_sb_idl_condition_seqno(const okna_sb_idl* h) {
+  return h ? ovsdb_idl_get_condition_seqno(h->idl) : 0;
+}
+
+int okna_sb_idl_own_chassis_uuid(okna_sb_idl* h, char uuid[37]) {
+  const struct okna_sb_view_state* st = view_state(h);
+  const struct sbrec_chassis* ch;
+  SBREC_CHASSIS_FOR_EACH(ch, h->idl) {
+    if (!strcmp(ch->name, st->chassis_name)) {
+      snprintf(uuid, UUID_LEN + 1, UUID_FMT, UUID_ARGS(&ch->header_.uuid));
+      return 1;
+    }
+  }
+  uuid[0] = '\0';
+  return 0;
+}
+
+static int is_own_chassis(const struct sbrec_chassis* ch, const char* name) {
+  return ch && !strcmp(ch->name, name);
+}
+
+void okna_sb_idl_foreach_port(okna_sb_idl* h, okna_sb_port_view_cb cb, void* ctx) {
+  if (!h || !cb) {
+    return;
+  }
+  const char* own = view_state(h)->chassis_name;
+  const struct sbrec_port_binding* pb;
+  SBREC_PORT_BINDING_FOR_EACH(pb, h->idl) {
+    char row_uuid[UUID_LEN + 1];
+    char dp_uuid[UUID_LEN + 1] = "";
+    snprintf(row_uuid, sizeof row_uuid, UUID_FMT, UUID_ARGS(&pb->header_.uuid));
+    /* Read the reference itself: the Datapath_Binding row may not be in the replica (yet). */
+    const struct ovsdb_datum* dp = ovsdb_idl_read(&pb->header_, &sbrec_port_binding_col_datapath);
+    if (dp && dp->n == 1) {
+      snprintf(dp_uuid, sizeof dp_uuid, UUID_FMT, UUID_ARGS(&dp->keys[0].uuid));
+    }
+    okna_sb_port p;
+    p.uuid = row_uuid;
+    p.logical_port = pb->logical_port;
+    p.type = pb->type ? pb->type : "";
+    p.datapath = dp_uuid;
+    p.on_chassis = is_own_chassis(pb->chassis, own);
+    p.on_additional = 0;
+    for (size_t i = 0; i < pb->n_additional_chassis; i++) {
+      p.on_additional |= is_own_chassis(pb->additional_chassis[i], own);
+    }
+    p.mac0 = pb->n_mac ? pb->mac[0] : "";
+    p.cidrs = smap_get_def(&pb->external_ids, "neutron:cidrs", "");
+    p.device_id = smap_get_def(&pb->external_ids, "neutron:device_id", "");
+    p.project_id = smap_get_def(&pb->external_ids, "neutron:project_id", "");
+    cb(ctx, &p);
+  }
+}
+
+void okna_sb_idl_foreach_datapath(okna_sb_idl* h, okna_sb_datapath_cb cb, void* ctx) {
+  if (!h || !cb) {
+    return;
+  }
+  const struct sbrec_datapath_binding* dp;
+  SBREC_DATAPATH_BINDING_FOR_EACH(dp, h->idl) {
+    char uuid[UUID_LEN + 1];
+    snprintf(uuid, sizeof uuid, UUID_FMT, UUID_ARGS(&dp->header_.uuid));
+    cb(ctx, uuid, smap_get_def(&dp->external_ids, "name", ""));
+  }
+}
+
+long long okna_sb_idl_nb_cfg(okna_sb_idl* h) {
+  const struct sbrec_sb_global* g = h ? sbrec_sb_global_first(h->idl) : NULL;
+  return g ? g->nb_cfg : -1;
+}
+
+static const struct sbrec_chassis_private* own_private(okna_sb_idl* h) {
+  const char* own = view_state(h)->chassis_name;
+  const struct sbrec_chassis_private* row;
+  SBREC_CHASSIS_PRIVATE_FOR_EACH(row, h->idl) {
+    if (!strcmp(row->name, own)) {
+      return row;
+    }
+  }
+  return NULL;
+}
+
+int okna_sb_idl_foreach_chassis_private_id(okna_sb_idl* h, okna_ovsdb_kv_cb cb, void* ctx) {
+  const struct sbrec_chassis_private* row = h ? own_private(h) : NULL;
+  if (!row) {
+    return 0;
+  }
+  const struct smap_node* node;
+  SMAP_FOR_EACH(node, &row->external_ids) {
+    if (cb) {
+      cb(ctx, node->key, node->value);
+    }
+  }
+  return 1;
+}
+
+struct okna_sb_txn {
+  struct ovsdb_idl_txn* txn;
+  char error[256];
+};
+
+okna_sb_txn* okna_sb_txn_set_chassis_private_ids(okna_sb_idl* h, const char* const* kv,
+                                                 size_t n_pairs) {
+  const struct sbrec_chassis_private* row = h ? own_private(h) : NULL;
+  if (!row) {
+    return NULL;
+  }
+  struct ovsdb_idl_txn* txn = ovsdb_idl_txn_create(h->idl);
+  ovsdb_idl_txn_add_comment(txn, "openkeel-node-agent: metadata agent liveness");
+  for (size_t i = 0; i < n_pairs; i++) {
+    sbrec_chassis_private_update_external_ids_setkey(row, kv[2 * i], kv[2 * i + 1]);
+  }
+  okna_sb_txn* t = xzalloc(sizeof *t);
+  t->txn = txn;
+  return t;
+}
+
+okna_txn_status okna_sb_txn_commit(okna_sb_txn* t) {
+  enum ovsdb_idl_txn_status status = ovsdb_idl_txn_commit(t->txn);
+  switch (status) {
+    case TXN_INCOMPLETE:
+      return OKNA_TXN_INCOMPLETE;
+    case TXN_SUCCESS:
+      return OKNA_TXN_SUCCESS;
+    case TXN_UNCHANGED:
+      return OKNA_TXN_UNCHANGED;
+    case TXN_TRY_AGAIN:
+      return OKNA_TXN_TRY_AGAIN;
+    case TXN_UNCOMMITTED:
+    case TXN_ABORTED:
+    case TXN_NOT_LOCKED:
+    case TXN_ERROR:
+    default: {
+      const char* detail = ovsdb_idl_txn_get_error(t->txn);
+      snprintf(t->error, sizeof t->error, "%s%s%s", ovsdb_idl_txn_status_to_string(status),
+               detail && *detail ? ": " : "", detail ? detail : "");
+      return OKNA_TXN_ERROR;
+    }
+  }
+}
+
+void okna_sb_txn_wait(okna_sb_txn* t) {
+  if (t) {
+    ovsdb_idl_txn_wait(t->txn);
+  }
+}
+
+const char* okna_sb_txn_error(const okna_sb_txn* t) {
+  return t ? t->error : "";
+}
+
+void okna_sb_txn_destroy(okna_sb_txn* t) {
+  if (t) {
+    ovsdb_idl_txn_destroy(t->txn);
+    free(t);
+  }
+}

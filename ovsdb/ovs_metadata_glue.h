@@ -1,0 +1,91 @@
+/* ovs_metadata_glue.h -- what the metadata service reads from and writes to OVSDB, on top of
+ * ovs_chassis_glue.h (same rules: compiled as C, includes no OVS header, every handle from one
+ * thread).
+ *
+ * The Southbound "chassis view" is one SB connection per agent that serves both the gateway
+ * drain and the metadata service. It is conditionally monitored, like ovn-controller with
+ * ovn-monitor-all=false, so that what the agent receives grows with what this chassis hosts and
+ * not with the size of the cloud:
+ *   Chassis, Chassis_Private   the row named after this chassis only
+ *   SB_Global                  the one row (nb_cfg, echoed for Neutron's agent liveness)
+ *   Port_Binding               type chassisredirect (gateway drain); with metadata on, also the
+ *                              ports whose chassis is this chassis or whose additional_chassis
+ *                              includes it, and every port of the datapaths given to
+ *                              okna_sb_idl_set_metadata_datapaths()
+ *   Datapath_Binding           the datapaths given to okna_sb_idl_set_metadata_datapaths()
+ * A reference to a row outside the replica reads as empty: a Port_Binding's chassis is non-empty
+ * exactly when it is this chassis.
+ */
+#ifndef OKNA_OVSDB_OVS_METADATA_GLUE_H
+#define OKNA_OVSDB_OVS_METADATA_GLUE_H
+
+#include <stddef.h>
+
+#include "ovs_chassis_glue.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Open_vSwitch: the metadata ports on the integration bridge --------------------------- */
+
+/* Calls cb for every external_ids entry of every Interface of every Port of 'bridge'. */
+typedef void (*okna_ovs_iface_kv_cb)(void* ctx, const char* port, const char* key,
+                                     const char* value);
+void okna_ovs_idl_foreach_iface_external_id(okna_ovs_idl*, const char* bridge,
+                                            okna_ovs_iface_kv_cb cb, void* ctx);
+
+/* ---- OVN_Southbound: the chassis view ------------------------------------------------------ */
+
+okna_sb_idl* okna_sb_idl_open_chassis_view(const char* remote, const char* chassis_name);
+
+/* Enables the metadata part of the conditions (0: chassisredirect ports only) and sets the
+ * datapaths (UUID strings) whose ports and Datapath_Binding rows are wanted. The own Chassis row's
+ * UUID is taken from the replica (no clause for it until it is there). Sends a condition change
+ * only when the conditions differ from the last ones. Returns the condition sequence number the
+ * replica reaches once the server applied them (compare with okna_sb_idl_condition_seqno). */
+unsigned int okna_sb_idl_set_metadata_datapaths(okna_sb_idl*, int metadata,
+                                                const char* const* datapaths, size_t n);
+unsigned int okna_sb_idl_condition_seqno(const okna_sb_idl*);
+/* 1 when the own Chassis row is in the replica; then writes its UUID (36 chars + NUL). */
+int okna_sb_idl_own_chassis_uuid(okna_sb_idl*, char uuid[37]);
+
+typedef struct okna_sb_port {
+  const char* uuid;         /* the Port_Binding row */
+  const char* logical_port; /* never NULL */
+  const char* type;         /* "" for a VIF */
+  const char* datapath;     /* Datapath_Binding UUID ("" when unset) */
+  int on_chassis;           /* chassis is this chassis */
+  int on_additional;        /* additional_chassis includes this chassis */
+  const char* mac0;         /* mac[0], "" when none */
+  const char* cidrs;        /* external_ids:neutron:cidrs, "" when absent */
+  const char* device_id;    /* external_ids:neutron:device_id */
+  const char* project_id;   /* external_ids:neutron:project_id */
+} okna_sb_port;
+typedef void (*okna_sb_port_view_cb)(void* ctx, const okna_sb_port* port);
+void okna_sb_idl_foreach_port(okna_sb_idl*, okna_sb_port_view_cb cb, void* ctx);
+
+/* name = external_ids:name of the Datapath_Binding ("" when absent). */
+typedef void (*okna_sb_datapath_cb)(void* ctx, const char* uuid, const char* name);
+void okna_sb_idl_foreach_datapath(okna_sb_idl*, okna_sb_datapath_cb cb, void* ctx);
+
+/* SB_Global.nb_cfg, or -1 when the row is not in the replica. */
+long long okna_sb_idl_nb_cfg(okna_sb_idl*);
+/* 1 when the own Chassis_Private row is in the replica; calls cb for its external_ids. */
+int okna_sb_idl_foreach_chassis_private_id(okna_sb_idl*, okna_ovsdb_kv_cb cb, void* ctx);
+
+/* A non-blocking SB transaction that sets keys of the own Chassis_Private row's external_ids
+ * (partial map update). 'kv' holds n_pairs key/value pairs. NULL when the row is not there. */
+typedef struct okna_sb_txn okna_sb_txn;
+okna_sb_txn* okna_sb_txn_set_chassis_private_ids(okna_sb_idl*, const char* const* kv,
+                                                 size_t n_pairs);
+okna_txn_status okna_sb_txn_commit(okna_sb_txn*);
+void okna_sb_txn_wait(okna_sb_txn*);
+const char* okna_sb_txn_error(const okna_sb_txn*);
+void okna_sb_txn_destroy(okna_sb_txn*);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OKNA_OVSDB_OVS_METADATA_GLUE_H */

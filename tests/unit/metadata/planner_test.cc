@@ -1,0 +1,183 @@
+#include "metadata/planner.h"
+
+#include <gtest/gtest.h>
+
+namespace okna::metadata {
+namespace {
+
+using ovsdb::SbMetadataView;
+using ovsdb::SbPort;
+
+constexpr const char* kNet = "5e0e6b3a-1c2d-4e5f-8a9b-0c1d2e3f4a5b";
+constexpr const char* kDp = "11111111-1111-1111-1111-111111111111";
+constexpr const char* kDp2 = "22222222-2222-2222-2222-222222222222";
+
+SbPort vif(const std::string& uuid, const std::string& dp, bool here, const std::string& mac0,
+           const std::string& device = "vm-1") {
+  SbPort p;
+  p.uuid = uuid;
+  p.logicalPort = "lsp-" + uuid;
+  p.datapath = dp;
+  p.onChassis = here;
+  p.mac0 = mac0;
+  p.deviceId = device;
+  p.projectId = "proj";
+  return p;
+}
+
+SbPort localport(const std::string& dp, const std::string& mac0, const std::string& cidrs) {
+  SbPort p;
+  p.uuid = "lp-" + dp;
+  p.logicalPort = "md-" + dp;
+  p.type = "localport";
+  p.datapath = dp;
+  p.mac0 = mac0;
+  p.cidrs = cidrs;
+  return p;
+}
+
+SbMetadataView baseView() {
+  SbMetadataView v;
+  v.enabled = true;
+  v.synced = true;
+  v.datapathNames[kDp] = std::string("neutron-") + kNet;
+  v.ports.push_back(localport(kDp, "fa:16:3e:00:00:01 10.0.0.2", "10.0.0.2/24"));
+  v.ports.push_back(vif("a", kDp, true, "fa:16:3e:00:00:10 10.0.0.10"));
+  return v;
+}
+
+TEST(MetadataPlanner, NetworkWithAVmBoundHereGetsANamespaceNamedAsNeutronNamesIt) {
+  const auto plan = planMetadata(baseView(), false);
+  ASSERT_TRUE(plan.synced);
+  ASSERT_EQ(plan.networks.size(), 1U);
+  const NetworkPlan& n = plan.networks.at(kNet);
+  EXPECT_EQ(n.namespaceName, std::string("ovnmeta-") + kNet);
+  EXPECT_EQ(n.hostIface, "tap5e0e6b3a-10");
+  EXPECT_EQ(n.innerIface, "tap5e0e6b3a-11");
+  EXPECT_EQ(n.mac, "fa:16:3e:00:00:01");
+  EXPECT_EQ(n.metadataPort, std::string("md-") + kDp);
+  EXPECT_EQ(n.addresses, (std::vector<std::string>{"10.0.0.2/24", "169.254.169.254/32"}));
+  EXPECT_TRUE(plan.warnings.empty());
+}
+
+TEST(MetadataPlanner, Ipv6AddsTheLinkLocalMetadataAddress) {
+  const auto plan = planMetadata(baseView(), true);
+  EXPECT_EQ(plan.networks.at(kNet).addresses,
+            (std::vector<std::string>{"10.0.0.2/24", "169.254.169.254/32", "fe80::a9fe:a9fe/64"}));
+}
+
+TEST(MetadataPlanner, OnlyIpv4CidrsOfTheMetadataPortAreUsed) {
+  auto v = baseView();
+  v.ports[0].cidrs = "10.0.0.2/24 fd00::2/64 192.168.5.3/28";
+  const auto plan = planMetadata(v, false);
+  EXPECT_EQ(plan.networks.at(kNet).addresses,
+            (std::vector<std::string>{"10.0.0.2/24", "169.254.169.254/32", "192.168.5.3/28"}));
+}
+
+TEST(MetadataPlanner, VmBoundToAnotherChassisGivesNoNamespace) {
+  auto v = baseView();
+  v.ports[1].onChassis = false;
+  EXPECT_TRUE(planMetadata(v, false).networks.empty());
+}
+
+TEST(MetadataPlanner, LiveMigrationTargetGetsTheNamespaceBeforeTheVmLands) {
+  auto v = baseView();
+  v.ports[1].onChassis = false;
+  v.ports[1].onAdditional = true;
+  const auto plan = planMetadata(v, false);
+  EXPECT_EQ(plan.networks.count(kNet), 1U);
+  EXPECT_EQ(plan.index.at(kNet).at("10.0.0.10").size(), 1U);
+}
+
+TEST(MetadataPlanner, ExternalPortsCountAsVifsOtherTypesDoNot) {
+  auto v = baseView();
+  v.ports[1].type = "external";
+  EXPECT_EQ(planMetadata(v, false).networks.size(), 1U);
+  v.ports[1].type = "chassisredirect";
+  EXPECT_TRUE(planMetadata(v, false).networks.empty());
+  v.ports[1].type = "virtual";
+  EXPECT_TRUE(planMetadata(v, false).networks.empty());
+}
+
+TEST(MetadataPlanner, NoMetadataPortNoMacOrNoIpv4MeansNoNamespaceAndAWarning) {
+  auto noPort = baseView();
+  noPort.ports.erase(noPort.ports.begin());
+  auto plan = planMetadata(noPort, false);
+  EXPECT_TRUE(plan.networks.empty());
+  ASSERT_EQ(plan.warnings.size(), 1U);
+  EXPECT_NE(plan.warnings[0].find("no metadata port"), std::string::npos);
+
+  auto noMac = baseView();
+  noMac.ports[0].mac0 = "unknown";
+  plan = planMetadata(noMac, false);
+  EXPECT_TRUE(plan.networks.empty());
+  EXPECT_NE(plan.warnings.at(0).find("no MAC"), std::string::npos);
+
+  auto noCidr = baseView();
+  noCidr.ports[0].cidrs = "fd00::2/64";
+  plan = planMetadata(noCidr, false);
+  EXPECT_TRUE(plan.networks.empty());
+  EXPECT_NE(plan.warnings.at(0).find("no IPv4"), std::string::npos);
+}
+
+TEST(MetadataPlanner, MetadataPortChangesShowInThePlan) {
+  auto v = baseView();
+  const auto before = planMetadata(v, false).networks.at(kNet);
+  v.ports[0].mac0 = "fa:16:3e:00:00:99 10.0.0.3";
+  v.ports[0].cidrs = "10.0.0.3/24";
+  const auto after = planMetadata(v, false).networks.at(kNet);
+  EXPECT_NE(before, after);
+  EXPECT_EQ(after.mac, "fa:16:3e:00:00:99");
+  EXPECT_EQ(after.addresses[0], "10.0.0.3/24");
+}
+
+TEST(MetadataPlanner, IndexFindsTheBoundVifByIpAndByMac) {
+  auto v = baseView();
+  v.ports.push_back(vif("b", kDp, true, "fa:16:3e:00:00:11 10.0.0.11 fd00::11", "vm-2"));
+  const auto plan = planMetadata(v, false);
+  const auto& idx = plan.index.at(kNet);
+  EXPECT_EQ(idx.at("10.0.0.10").at(0).deviceId, "vm-1");
+  EXPECT_EQ(idx.at("10.0.0.11").at(0).deviceId, "vm-2");
+  EXPECT_EQ(idx.at("fd00::11").at(0).deviceId, "vm-2");
+  EXPECT_EQ(idx.at(macIndexKey("FA:16:3E:00:00:11")).at(0).deviceId, "vm-2");
+  EXPECT_EQ(idx.count("10.0.0.2"), 0U) << "the metadata port is not a VM";
+}
+
+TEST(MetadataPlanner, IndexIgnoresVmsBoundElsewhereAndKeepsDuplicates) {
+  auto v = baseView();
+  v.ports.push_back(vif("c", kDp, false, "fa:16:3e:00:00:12 10.0.0.12", "remote-vm"));
+  v.ports.push_back(vif("d", kDp, true, "fa:16:3e:00:00:13 10.0.0.10", "dup-vm"));
+  const auto plan = planMetadata(v, false);
+  const auto& idx = plan.index.at(kNet);
+  EXPECT_EQ(idx.count("10.0.0.12"), 0U);
+  EXPECT_EQ(idx.at("10.0.0.10").size(), 2U);
+}
+
+TEST(MetadataPlanner, TwoNetworksAreIndexedApart) {
+  auto v = baseView();
+  v.datapathNames[kDp2] = "neutron-other-net";
+  v.ports.push_back(localport(kDp2, "fa:16:3e:00:01:01 10.1.0.2", "10.1.0.2/24"));
+  v.ports.push_back(vif("e", kDp2, true, "fa:16:3e:00:01:10 10.0.0.10", "vm-other"));
+  const auto plan = planMetadata(v, false);
+  ASSERT_EQ(plan.networks.size(), 2U);
+  EXPECT_EQ(plan.index.at(kNet).at("10.0.0.10").at(0).deviceId, "vm-1");
+  EXPECT_EQ(plan.index.at("other-net").at("10.0.0.10").at(0).deviceId, "vm-other");
+}
+
+TEST(MetadataPlanner, NotSyncedIsCarriedWithItsReason) {
+  auto v = baseView();
+  v.synced = false;
+  v.notSyncedReason = "not connected";
+  const auto plan = planMetadata(v, false);
+  EXPECT_FALSE(plan.synced);
+  EXPECT_EQ(plan.notSyncedReason, "not connected");
+}
+
+TEST(MetadataPlanner, DatapathNameWithoutNeutronPrefixIsUsedAsIs) {
+  EXPECT_EQ(networkIdFromDatapathName("neutron-abc"), "abc");
+  EXPECT_EQ(networkIdFromDatapathName("abc"), "abc");
+  EXPECT_EQ(networkIdFromDatapathName("neutron-a-neutron-b"), "a-b");
+}
+
+}  // namespace
+}  // namespace okna::metadata

@@ -1,0 +1,94 @@
+#include "ovsdb/metadata_ports.h"
+
+#include <gtest/gtest.h>
+
+namespace okna::ovsdb {
+namespace {
+
+using Kind = OvsOp::Kind;
+
+ObservedOvs bridgeWith(std::vector<std::string> ports) {
+  ObservedOvs o;
+  o.hasRoot = true;
+  o.bridges["br-int"] = ObservedBridge{"netdev", std::move(ports)};
+  return o;
+}
+
+DesiredMetadataOvs wanting(std::map<std::string, std::string> ports, bool prune = true) {
+  DesiredMetadataOvs d;
+  d.enabled = true;
+  d.ports = std::move(ports);
+  d.prune = prune;
+  return d;
+}
+
+const std::map<std::string, std::string> kMarked = {{"iface-id", "md-port"},
+                                                    {"openkeel-node-agent", "metadata"}};
+
+TEST(MetadataPorts, MissingPortIsAddedWithIfaceIdAndMark) {
+  const auto ops = diffMetadataPorts(wanting({{"tapabc0", "md-port"}}), bridgeWith({"br-int"}), {});
+  ASSERT_EQ(ops.size(), 1U);
+  EXPECT_EQ(ops[0], (OvsOp{Kind::AddIfacePort, "br-int", "tapabc0",
+                           "iface-id=md-port,openkeel-node-agent=metadata"}));
+}
+
+TEST(MetadataPorts, CorrectPortNeedsNothing) {
+  EXPECT_TRUE(diffMetadataPorts(wanting({{"tapabc0", "md-port"}}), bridgeWith({"tapabc0"}),
+                                {{"tapabc0", kMarked}})
+                  .empty());
+}
+
+TEST(MetadataPorts, PortLeftByNeutronsAgentIsAdoptedNotRecreated) {
+  const auto ops = diffMetadataPorts(wanting({{"tapabc0", "md-port"}}), bridgeWith({"tapabc0"}),
+                                     {{"tapabc0", {{"iface-id", "md-port"}}}});
+  ASSERT_EQ(ops.size(), 1U);
+  EXPECT_EQ(ops[0].kind, Kind::SetIfaceExternalIds);
+}
+
+TEST(MetadataPorts, WrongIfaceIdIsRepaired) {
+  auto ids = kMarked;
+  ids["iface-id"] = "old";
+  const auto ops = diffMetadataPorts(wanting({{"tapabc0", "md-port"}}), bridgeWith({"tapabc0"}),
+                                     {{"tapabc0", ids}});
+  ASSERT_EQ(ops.size(), 1U);
+  EXPECT_EQ(ops[0].c, "iface-id=md-port,openkeel-node-agent=metadata");
+}
+
+TEST(MetadataPorts, OnlyMarkedPortsArePrunedAndOnlyWhenAllowed) {
+  const auto observed = bridgeWith({"tapold0", "vm-tap", "tapneutron0"});
+  const ObservedBridgeIfaceIds ids = {{"tapold0", kMarked},
+                                      {"vm-tap", {{"iface-id", "vm-port"}}},
+                                      {"tapneutron0", {{"iface-id", "md-x"}}}};
+  auto ops = diffMetadataPorts(wanting({}), observed, ids);
+  ASSERT_EQ(ops.size(), 1U);
+  EXPECT_EQ(ops[0], (OvsOp{Kind::DeletePort, "br-int", "tapold0", ""}));
+  EXPECT_TRUE(diffMetadataPorts(wanting({}, false), observed, ids).empty());
+}
+
+TEST(MetadataPorts, NothingWithoutTheBridgeOrWhenDisabled) {
+  ObservedOvs none;
+  none.hasRoot = true;
+  EXPECT_TRUE(diffMetadataPorts(wanting({{"tapabc0", "md-port"}}), none, {}).empty());
+  auto d = wanting({{"tapabc0", "md-port"}});
+  d.enabled = false;
+  EXPECT_TRUE(diffMetadataPorts(d, bridgeWith({}), {}).empty());
+}
+
+TEST(MetadataPorts, NeutronAgentIdIsUuid5AsNeutronComputesIt) {
+  // Values from Python: uuid.uuid5(uuid.uuid5(NS, name) or uuid.UUID(name), 'metadata_agent').
+  EXPECT_EQ(neutronMetadataAgentId("lab-1"), "2d36cb50-25a3-5e37-b707-cf501dc28d2b");
+  EXPECT_EQ(neutronMetadataAgentId("4B1A0CC0-7C2D-4E6A-9A9B-1A2B3C4D5E6F"),
+            "fe69c5c7-d3d8-5180-a526-1f5a7c65182d");
+}
+
+TEST(MetadataPorts, ParseUuidAcceptsPythonsForms) {
+  const std::string canon = "4b1a0cc0-7c2d-4e6a-9a9b-1a2b3c4d5e6f";
+  EXPECT_EQ(parseUuid("4B1A0CC0-7C2D-4E6A-9A9B-1A2B3C4D5E6F"), canon);
+  EXPECT_EQ(parseUuid("{4b1a0cc07c2d4e6a9a9b1a2b3c4d5e6f}"), canon);
+  EXPECT_EQ(parseUuid("urn:uuid:" + canon), canon);
+  EXPECT_EQ(parseUuid("lab-1"), "");
+  EXPECT_EQ(parseUuid(canon + "0"), "");
+}
+
+}  // namespace
+}  // namespace okna::ovsdb
