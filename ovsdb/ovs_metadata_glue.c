@@ -163,14 +163,17 @@ unsigned int okna_sb_idl_set_metadata_datapaths(okna_sb_idl* h, int metadata,
   }
   for (size_t i = 0; i < n_dps; i++) {
     sbrec_port_binding_add_clause_datapath(&pbs, OVSDB_F_EQ, &dps[i]);
-    union ovsdb_atom atom;
-    atom.uuid = dps[i];
+    /* As the generated add_clause functions do: the IDL shares (refcounts) the datum's atoms,
+     * so they must live on the heap and be released with ovsdb_datum_destroy. */
+    union ovsdb_atom* atom = xmalloc(sizeof *atom);
+    atom->uuid = dps[i];
     struct ovsdb_datum datum;
-    datum.n = 1;
-    datum.keys = &atom;
-    datum.values = NULL;
     datum.refcnt = NULL;
+    datum.n = 1;
+    datum.keys = atom;
+    datum.values = NULL;
     ovsdb_idl_condition_add_clause(&dpb, OVSDB_F_EQ, &uuid_column, &datum);
+    ovsdb_datum_destroy(&datum, &uuid_column.type);
   }
   /* No clause selects nothing (an empty condition is false). */
   unsigned int a = sbrec_port_binding_set_condition(h->idl, &pbs);
