@@ -1,0 +1,299 @@
+#include "metadata/reconciler.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <deque>
+
+#include "core/health.h"
+#include "core/metrics.h"
+
+namespace okna::metadata {
+namespace {
+
+using ovsdb::SbMetadataView;
+using ovsdb::SbPort;
+
+class FakePlumbing : public Plumbing {
+ public:
+  core::Result<Ensured> ensure(const NetworkPlan& n) override {
+    ensured.push_back(n);
+    if (failEnsure) return core::makeError("netlink: boom");
+    Ensured e;
+    e.namespaceCreated = !existing.count(n.namespaceName);
+    e.changes = e.namespaceCreated ? "created namespace" : "";
+    existing.insert(n.namespaceName);
+    return e;
+  }
+  core::Status remove(const std::string& ns) override {
+    removed.push_back(ns);
+    existing.erase(ns);
+    return {};
+  }
+  core::Result<std::vector<std::string>> list() override {
+    ++lists;
+    return std::vector<std::string>(existing.begin(), existing.end());
+  }
+  core::Result<int> listen(const NetworkPlan&, const std::string& address, int) override {
+    listens.push_back(address);
+    return ::dup(0);
+  }
+  std::vector<NetworkPlan> ensured;
+  std::vector<std::string> removed;
+  std::vector<std::string> listens;
+  std::set<std::string> existing;
+  int lists = 0;
+  bool failEnsure = false;
+};
+
+class FakeListeners : public Listeners {
+ public:
+  core::Status addListener(const std::string& id, int fd) override {
+    fds[id].push_back(fd);
+    return {};
+  }
+  void removeNetwork(const std::string& id) override {
+    for (int fd : fds[id]) ::close(fd);
+    fds.erase(id);
+    ++removals;
+  }
+  ~FakeListeners() override {
+    for (auto& [id, list] : fds)
+      for (int fd : list) ::close(fd);
+  }
+  std::map<std::string, std::vector<int>> fds;
+  int removals = 0;
+};
+
+class ReconcilerTest : public ::testing::Test {
+ protected:
+  ReconcilerTest() {
+    ReconcilerOptions o;
+    o.retryMin = std::chrono::milliseconds(1);
+    o.retryMax = std::chrono::milliseconds(2);
+    r_ = std::make_unique<Reconciler>(
+        io_, o, plumbing_, [this](std::function<void()> job) { jobs_.push_back(std::move(job)); },
+        listeners_, [this](const ovsdb::DesiredMetadataOvs& d) { ovs_ = d; }, metrics_, health_);
+  }
+
+  // Runs the queued worker jobs and the loop until both are idle.
+  void settle() {
+    for (int i = 0; i < 100 && (!jobs_.empty() || io_.poll() > 0); ++i) {
+      while (!jobs_.empty()) {
+        auto job = std::move(jobs_.front());
+        jobs_.pop_front();
+        job();
+      }
+      io_.restart();
+    }
+  }
+
+  static SbPort port(const std::string& lport, const std::string& dp, const std::string& type,
+                     bool here, const std::string& mac0, const std::string& cidrs = "") {
+    SbPort p;
+    p.uuid = lport;
+    p.logicalPort = lport;
+    p.type = type;
+    p.datapath = dp;
+    p.onChassis = here;
+    p.mac0 = mac0;
+    p.cidrs = cidrs;
+    p.deviceId = "dev-" + lport;
+    return p;
+  }
+
+  // One network (net-a) with a VM here; `extra` networks are added the same way.
+  SbMetadataView view(std::vector<std::string> networks, bool synced = true) {
+    SbMetadataView v;
+    v.enabled = true;
+    v.synced = synced;
+    v.version = ++version_;
+    int i = 0;
+    for (const auto& net : networks) {
+      const std::string dp = "dp-" + net;
+      const std::string octet = std::to_string(++i);
+      v.datapathNames[dp] = "neutron-" + net;
+      v.ports.push_back(port("md-" + net, dp, "localport", false,
+                             "fa:16:3e:00:00:0" + octet + " 10.0." + octet + ".2",
+                             "10.0." + octet + ".2/24"));
+      v.ports.push_back(
+          port("vm-" + net, dp, "", true, "fa:16:3e:00:01:0" + octet + " 10.0." + octet + ".10"));
+    }
+    return v;
+  }
+
+  bool ready() const {
+    for (const auto& c : health_.readiness())
+      if (c.name == "metadata") return c.ok;
+    return false;
+  }
+
+  boost::asio::io_context io_;
+  core::MetricsRegistry metrics_;
+  core::HealthRegistry health_;
+  FakePlumbing plumbing_;
+  FakeListeners listeners_;
+  std::deque<std::function<void()>> jobs_;
+  ovsdb::DesiredMetadataOvs ovs_;
+  std::uint64_t version_ = 0;
+  std::unique_ptr<Reconciler> r_;
+};
+
+TEST_F(ReconcilerTest, SetsUpServesAndPlugsANetwork) {
+  r_->setActive(true);
+  r_->update(view({"net-a"}), "br-int", {});
+  EXPECT_FALSE(ready());
+  settle();
+  ASSERT_EQ(plumbing_.ensured.size(), 1U);
+  EXPECT_EQ(plumbing_.ensured[0].namespaceName, "ovnmeta-net-a");
+  EXPECT_EQ(plumbing_.listens,
+            (std::vector<std::string>{"169.254.169.254", "fe80::a9fe:a9fe%tapnet-a1"}));
+  EXPECT_EQ(listeners_.fds["net-a"].size(), 2U);
+  EXPECT_EQ(ovs_.ports, (std::map<std::string, std::string>{{"tapnet-a0", "md-net-a"}}));
+  EXPECT_TRUE(ovs_.enabled);
+  EXPECT_TRUE(ovs_.prune);
+  EXPECT_TRUE(ready());
+  EXPECT_EQ(r_->readyNetworks(), (std::set<std::string>{"net-a"}));
+}
+
+TEST_F(ReconcilerTest, AnUnchangedViewDoesNothing) {
+  r_->setActive(true);
+  r_->update(view({"net-a"}), "br-int", {});
+  settle();
+  r_->update(view({"net-a"}), "br-int", {"tapnet-a0"});
+  settle();
+  EXPECT_EQ(plumbing_.ensured.size(), 1U);
+  EXPECT_EQ(plumbing_.listens.size(), 2U);
+}
+
+TEST_F(ReconcilerTest, AMetadataPortChangeReaddressesLiveWithoutNewListeners) {
+  r_->setActive(true);
+  r_->update(view({"net-a"}), "br-int", {});
+  settle();
+  auto v = view({"net-a"});
+  v.ports[0].mac0 = "fa:16:3e:00:00:99 10.0.1.3";
+  v.ports[0].cidrs = "10.0.1.3/24";
+  r_->update(v, "br-int", {"tapnet-a0"});
+  settle();
+  ASSERT_EQ(plumbing_.ensured.size(), 2U);
+  EXPECT_EQ(plumbing_.ensured[1].mac, "fa:16:3e:00:00:99");
+  EXPECT_EQ(plumbing_.listens.size(), 2U) << "the namespace was kept: so were its sockets";
+  EXPECT_EQ(listeners_.removals, 0);
+}
+
+TEST_F(ReconcilerTest, ANamespaceRecreatedUnderneathGetsNewListeners) {
+  r_->setActive(true);
+  r_->update(view({"net-a"}), "br-int", {});
+  settle();
+  plumbing_.existing.clear();  // someone ran `ip netns delete`
+  auto v = view({"net-a"});
+  v.ports[0].cidrs = "10.0.1.2/24 10.9.0.2/24";  // any change triggers an ensure
+  r_->update(v, "br-int", {"tapnet-a0"});
+  settle();
+  EXPECT_EQ(plumbing_.listens.size(), 4U);
+  EXPECT_EQ(listeners_.removals, 1);
+  EXPECT_EQ(listeners_.fds["net-a"].size(), 2U);
+}
+
+TEST_F(ReconcilerTest, ANetworkWithoutVmsHereIsTornDown) {
+  r_->setActive(true);
+  r_->update(view({"net-a", "net-b"}), "br-int", {});
+  settle();
+  r_->update(view({"net-b"}), "br-int", {"tapnet-a0", "tapnet-b0"});
+  settle();
+  EXPECT_EQ(plumbing_.removed, (std::vector<std::string>{"ovnmeta-net-a"}));
+  EXPECT_EQ(listeners_.fds.count("net-a"), 0U);
+  EXPECT_EQ(ovs_.ports.count("tapnet-a0"), 0U);
+  EXPECT_EQ(ovs_.ports.count("tapnet-b0"), 1U);
+  EXPECT_TRUE(ready());
+}
+
+TEST_F(ReconcilerTest, NothingIsTornDownWhileTheViewIsNotSynced) {
+  r_->setActive(true);
+  r_->update(view({"net-a"}), "br-int", {});
+  settle();
+  r_->update(view({}, false), "br-int", {"tapnet-a0"});
+  settle();
+  EXPECT_TRUE(plumbing_.removed.empty());
+  EXPECT_EQ(listeners_.fds["net-a"].size(), 2U);
+  EXPECT_FALSE(ovs_.prune);
+  EXPECT_EQ(ovs_.ports.count("tapnet-a0"), 1U);
+  EXPECT_FALSE(ready());
+}
+
+TEST_F(ReconcilerTest, StrayNamespacesAreRemovedOnceSyncedAndOnlyOvnmetaOnes) {
+  plumbing_.existing = {"ovnmeta-gone", "ovnmeta-net-a", "other-ns"};
+  r_->setActive(true);
+  r_->update(view({"net-a"}, false), "br-int", {});
+  settle();
+  EXPECT_EQ(plumbing_.lists, 0) << "no judgement before the view is synced";
+  r_->update(view({"net-a"}), "br-int", {"tapnet-a0"});
+  settle();
+  EXPECT_EQ(plumbing_.lists, 1);
+  EXPECT_EQ(plumbing_.removed, (std::vector<std::string>{"ovnmeta-gone"}));
+  EXPECT_EQ(plumbing_.existing.count("other-ns"), 1U);
+}
+
+TEST_F(ReconcilerTest, ARestartKeepsExistingPortsPluggedWhileAdopting) {
+  plumbing_.existing = {"ovnmeta-net-a"};
+  r_->setActive(true);
+  r_->update(view({"net-a"}), "br-int", {"tapnet-a0"});
+  // Before the worker ran: the port that is already on the bridge is still wanted.
+  EXPECT_EQ(ovs_.ports, (std::map<std::string, std::string>{{"tapnet-a0", "md-net-a"}}));
+  EXPECT_TRUE(ovs_.prune);
+  settle();
+  EXPECT_TRUE(plumbing_.removed.empty());
+  EXPECT_EQ(listeners_.fds["net-a"].size(), 2U);
+}
+
+TEST_F(ReconcilerTest, AFailedEnsureIsRetriedAndShownInReadiness) {
+  plumbing_.failEnsure = true;
+  r_->setActive(true);
+  r_->update(view({"net-a"}), "br-int", {});
+  settle();
+  EXPECT_FALSE(ready());
+  bool mentioned = false;
+  for (const auto& c : health_.readiness())
+    if (c.name == "metadata") mentioned = c.detail.find("netlink: boom") != std::string::npos;
+  EXPECT_TRUE(mentioned);
+  plumbing_.failEnsure = false;
+  for (int i = 0; i < 200 && !ready(); ++i) {
+    io_.run_for(std::chrono::milliseconds(5));
+    io_.restart();
+    settle();
+  }
+  EXPECT_TRUE(ready());
+  EXPECT_GE(plumbing_.ensured.size(), 2U);
+}
+
+TEST_F(ReconcilerTest, InactiveCreatesNothingButKeepsServingUntilTheVmsLeave) {
+  r_->setActive(true);
+  r_->update(view({"net-a"}), "br-int", {});
+  settle();
+  r_->setActive(false);
+  r_->update(view({"net-a", "net-b"}), "br-int", {"tapnet-a0"});
+  settle();
+  EXPECT_EQ(listeners_.fds.count("net-b"), 0U);
+  EXPECT_EQ(listeners_.fds["net-a"].size(), 2U);
+  EXPECT_TRUE(r_->wantsSouthbound());
+  r_->update(view({"net-b"}), "br-int", {"tapnet-a0"});
+  settle();
+  EXPECT_EQ(plumbing_.removed, (std::vector<std::string>{"ovnmeta-net-a"}));
+  EXPECT_FALSE(r_->wantsSouthbound());
+}
+
+TEST_F(ReconcilerTest, LookupByIpAndByIpv6LinkLocal) {
+  r_->setActive(true);
+  r_->update(view({"net-a"}), "br-int", {});
+  EXPECT_EQ(r_->lookup("net-a", "10.0.1.10").size(), 1U);
+  EXPECT_EQ(r_->lookup("net-a", "10.0.1.10")[0].deviceId, "dev-vm-net-a");
+  EXPECT_TRUE(r_->lookup("net-a", "10.0.1.11").empty());
+  EXPECT_TRUE(r_->lookup("net-b", "10.0.1.10").empty());
+  // fa:16:3e:00:01:01 -> fe80::f816:3eff:fe00:101
+  EXPECT_EQ(r_->lookup("net-a", "fe80::f816:3eff:fe00:101").size(), 1U);
+  EXPECT_TRUE(r_->lookup("net-a", "fe80::1234").empty());
+}
+
+}  // namespace
+}  // namespace okna::metadata
