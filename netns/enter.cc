@@ -44,7 +44,15 @@ class ReturnToNamespace {
 
 }  // namespace
 
+bool isNamespaceName(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
+         name.find('\0') == std::string::npos;
+}
+
 core::Result<int> openNamespaceFd(const std::string& name) {
+  if (!isNamespaceName(name)) {
+    return core::makeError("namespace '" + name + "': not a name under /run/netns", EINVAL);
+  }
   const std::string path = std::string(kNetnsRunDir) + "/" + name;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return sysError("namespace " + name + ": open " + path, errno);

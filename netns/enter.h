@@ -20,6 +20,9 @@ inline constexpr const char* kNetnsRunDir = "/run/netns";
  */
 core::Status runInNamespace(const std::string& name, const std::function<core::Status()>& fn);
 
+/** Non-empty, not "." or "..", no '/' or NUL: a file name directly under /run/netns. */
+bool isNamespaceName(const std::string& name);
+
 /** An open fd (O_CLOEXEC) on /run/netns/<name>; ENOENT when it is not a network namespace. */
 core::Result<int> openNamespaceFd(const std::string& name);
 

@@ -68,9 +68,14 @@ core::Status mountNewNamespace(const std::string& name, const std::string& path)
   return status;
 }
 
+core::Error badName(const std::string& name) {
+  return core::makeError("namespace '" + name + "': not a name under /run/netns", EINVAL);
+}
+
 }  // namespace
 
 core::Status createNamedNamespace(const std::string& name) {
+  if (!isNamespaceName(name)) return badName(name);
   if (auto st = makeRunDirShared(); !st) return st;
   const std::string path = pathOf(name);
   int fd = ::open(path.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
@@ -93,6 +98,7 @@ core::Status createNamedNamespace(const std::string& name) {
 }
 
 core::Status removeNamedNamespace(const std::string& name) {
+  if (!isNamespaceName(name)) return badName(name);
   const std::string path = pathOf(name);
   // EINVAL: not a mount point (a stale file); ENOENT: already gone.
   if (::umount2(path.c_str(), MNT_DETACH) != 0 && errno != EINVAL && errno != ENOENT) {
