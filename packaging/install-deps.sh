@@ -23,6 +23,8 @@ test_pkgs=(
   placement-api python3-keystone uwsgi-core uwsgi-plugin-python3
   # the fake kube-apiserver (python3 stdlib) and its TLS material, plus tools the fixtures use
   python3 python3-yaml openssl curl iproute2 procps
+  # the netns privileged tests check offloads with ethtool -k
+  ethtool
 )
 
 pkgs=("${build_pkgs[@]}")

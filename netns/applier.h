@@ -1,0 +1,45 @@
+#pragma once
+// Makes a metadata namespace what a DesiredNamespace says: observe, diff, apply only the needed
+// ops, re-observe to verify. Runs on the netns worker thread (netns/worker.h), never on the
+// event loop: every call may enter namespaces with setns.
+
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "netns/diff.h"
+#include "netns/netlink.h"
+#include "netns/types.h"
+
+namespace okna::netns {
+
+struct EnsureReport {
+  // The ops that succeeded, in order. Empty: the namespace was adopted unchanged.
+  std::vector<NsOp> applied;
+  // The op that failed, if any (the ops before it stay done).
+  std::vector<NsOp> failed;
+  bool created() const;
+  bool unchanged() const { return applied.empty() && failed.empty(); }
+  /** "adopted unchanged", "created (12 ops)" or "repaired: SetMac tapX1 fa:16:..., ...". */
+  std::string summary(const DesiredNamespace& desired) const;
+};
+
+class NamespaceApplier {
+ public:
+  explicit NamespaceApplier(Netlink& netlink) : netlink_(netlink) {}
+
+  /**
+   * Brings the namespace in line. On error the message names the namespace and the failing op
+   * (its object) and the code is the errno; `report` (optional) lists what was done either way.
+   */
+  core::Status ensure(const DesiredNamespace& desired, EnsureReport* report = nullptr);
+  /** Deletes an `ovnmeta-` namespace and its veth pair; absent is fine. Other names: EINVAL. */
+  core::Status remove(const std::string& name);
+  /** The `ovnmeta-` namespaces under /run/netns, sorted. */
+  core::Result<std::vector<std::string>> listMetadataNamespaces();
+
+ private:
+  Netlink& netlink_;
+};
+
+}  // namespace okna::netns
