@@ -15,8 +15,8 @@ std::chrono::milliseconds seconds(const YamlField& f, double min, double max) {
 }
 
 NovaConfig parseNova(const YamlField& f) {
-  f.expectKeys({"host", "port", "protocol", "caFile", "insecure", "clientCertFile",
-                "clientKeyFile", "connectTimeoutSeconds", "timeoutSeconds"});
+  f.expectKeys({"host", "port", "protocol", "caFile", "insecure", "clientCertFile", "clientKeyFile",
+                "connectTimeoutSeconds", "timeoutSeconds"});
   NovaConfig n;
   if (auto v = f.get("host")) {
     n.host = v->asString();

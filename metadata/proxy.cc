@@ -157,10 +157,9 @@ ProxyResponse mapNovaResponse(core::Result<core::HttpResponse> result) {
       r = errorResponse(504);
       r.failure = connecting ? NovaFailure::Connect : NovaFailure::Timeout;
     } else {
-      const bool connecting = e.code == CURLE_COULDNT_CONNECT ||
-                              e.code == CURLE_COULDNT_RESOLVE_HOST ||
-                              e.code == CURLE_SSL_CONNECT_ERROR ||
-                              e.code == CURLE_PEER_FAILED_VERIFICATION;
+      const bool connecting =
+          e.code == CURLE_COULDNT_CONNECT || e.code == CURLE_COULDNT_RESOLVE_HOST ||
+          e.code == CURLE_SSL_CONNECT_ERROR || e.code == CURLE_PEER_FAILED_VERIFICATION;
       r = errorResponse(500, kUnknownError);
       r.failure = connecting ? NovaFailure::Connect : NovaFailure::Transport;
     }

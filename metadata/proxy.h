@@ -45,9 +45,9 @@ core::HttpRequest buildNovaRequest(const NovaEndpoint& nova, std::string_view me
 /** Why Nova did not give a usable answer (metrics label okna_metadata_nova_errors_total). */
 enum class NovaFailure {
   None,
-  Connect,  // refused, unresolvable, TLS or TCP set-up failed or timed out
-  Timeout,  // connected, but no complete answer within the timeout
-  Status,   // Nova answered 403, 500 or a status Neutron does not pass on
+  Connect,    // refused, unresolvable, TLS or TCP set-up failed or timed out
+  Timeout,    // connected, but no complete answer within the timeout
+  Status,     // Nova answered 403, 500 or a status Neutron does not pass on
   Transport,  // any other transport error (connection reset mid-answer, ...)
 };
 

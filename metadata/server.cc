@@ -87,9 +87,9 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
                                        "Open client connections, all namespaces")),
         listenersGauge(registry.gauge("okna_metadata_listeners", "Listening sockets")) {
     for (const char* reason : {"connect", "timeout", "status", "transport"}) {
-      novaErrors[reason] = &registry.counter("okna_metadata_nova_errors_total",
-                                             "Requests Nova did not answer usably, by reason",
-                                             {{"reason", reason}});
+      novaErrors[reason] =
+          &registry.counter("okna_metadata_nova_errors_total",
+                            "Requests Nova did not answer usably, by reason", {{"reason", reason}});
     }
     if (cfg.nova.insecure)
       log->warn("metadata.nova.insecure: Nova's TLS certificate is not verified");
@@ -183,9 +183,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
  private:
-  // The timer fires at most once per deadline period; moving the deadline is a store, not a
-  // timer re-arm, so a busy keep-alive connection does not churn the timer queue.
+  // The timer fires at most once per deadline period; moving the deadline later is a store, not
+  // a timer re-arm, so a busy keep-alive connection does not churn the timer queue. Only an
+  // earlier deadline (idle after a long header timeout) re-arms it.
   void armTimer() {
+    armedAt_ = deadline_;
     timer_.expires_at(deadline_);
     timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
       if (ec || self->closed_) return;
@@ -199,7 +201,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     });
   }
 
-  void setDeadline(std::chrono::milliseconds fromNow) { deadline_ = Clock::now() + fromNow; }
+  void setDeadline(std::chrono::milliseconds fromNow) {
+    deadline_ = Clock::now() + fromNow;
+    if (deadline_ < armedAt_) armTimer();  // cancels the pending wait (operation_aborted)
+  }
 
   void waitForRequest() {
     if (buffer_.size() > 0) {
@@ -238,13 +243,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     auto expect = req.find(http::field::expect);
     if (expect != req.end() && beast::iequals(expect->value(), "100-continue")) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      asio::async_write(socket_, asio::buffer(kContinue.data(), kContinue.size()),
-                        [self = shared_from_this()](const boost::system::error_code& ec,
-                                                    std::size_t) {
-                          if (self->closed_) return;
-                          if (ec) return self->close();
-                          self->readBody();
-                        });
+      asio::async_write(
+          socket_, asio::buffer(kContinue.data(), kContinue.size()),
+          [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+            if (self->closed_) return;
+            if (ec) return self->close();
+            self->readBody();
+          });
       return;
     }
     readBody();
@@ -270,8 +275,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (ec == http::error::header_limit) status = 431;
     if (ec == http::error::body_limit) status = 413;
     if (ec == http::error::buffer_overflow) status = 431;
-    server_->log->info("network {} client {}: bad request ({}), answering {} and closing",
-                       net_->id, clientIp_, ec.message(), status);
+    server_->log->info("network {} client {}: bad request ({}), answering {} and closing", net_->id,
+                       clientIp_, ec.message(), status);
     started_ = Clock::now();
     respond(errorResponse(status), 11, false, {}, {});
   }
@@ -301,11 +306,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
     path_.assign(target.substr(0, target.find('?')));
     version_ = version;
     keepAlive_ = keepAlive;
-    novaRequest_ =
-        buildNovaRequest(server_->nova, method, target, std::move(req.body()), clientIp_,
-                         found.port, signInstanceId(*secret, found.port.deviceId));
+    novaRequest_ = buildNovaRequest(server_->nova, method, target, std::move(req.body()), clientIp_,
+                                    found.port, signInstanceId(*secret, found.port.deviceId));
     parser_.reset();
-    const auto maxInFlight = static_cast<std::size_t>(server_->config.limits.maxInFlightPerNamespace);
+    const auto maxInFlight =
+        static_cast<std::size_t>(server_->config.limits.maxInFlightPerNamespace);
     if (net_->inFlight >= maxInFlight) {
       net_->waiting.push_back(weak_from_this());
       return;
@@ -351,15 +356,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
     closeAfterWrite_ = !keepAlive;
     // A VM that does not read its answer is cut off like an idle one.
     setDeadline(server_->config.limits.idleTimeout);
-    http::async_write(socket_, *response_,
-                      [self = shared_from_this()](const boost::system::error_code& ec,
-                                                  std::size_t) {
-                        if (self->closed_) return;
-                        self->response_.reset();
-                        if (ec || self->closeAfterWrite_) return self->close();
-                        self->setDeadline(self->server_->config.limits.idleTimeout);
-                        self->waitForRequest();
-                      });
+    http::async_write(
+        socket_, *response_,
+        [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+          if (self->closed_) return;
+          self->response_.reset();
+          if (ec || self->closeAfterWrite_) return self->close();
+          self->setDeadline(self->server_->config.limits.idleTimeout);
+          self->waitForRequest();
+        });
   }
 
   std::shared_ptr<MetadataServer::Impl> server_;
@@ -367,6 +372,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   tcp::socket socket_;
   asio::steady_timer timer_;
   Clock::time_point deadline_{};
+  Clock::time_point armedAt_{};
   std::string clientIp_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -448,7 +454,9 @@ MetadataServer::MetadataServer(asio::io_context& io, core::HttpClient& http,
                                core::MetricsRegistry& metrics)
     : impl_(std::make_shared<Impl>(io, http, config, ports, metrics)) {}
 
-MetadataServer::~MetadataServer() { stop(); }
+MetadataServer::~MetadataServer() {
+  stop();
+}
 
 core::Status MetadataServer::addListener(const std::string& networkId, int fd) {
   const auto fail = [&](const std::string& why) {

@@ -43,8 +43,7 @@ core::Result<std::string> SharedSecret::get(Clock::time_point now) {
         if (!errorLogged_) {
           errorLogged_ = true;
           core::logger("metadata")
-              ->error("{}{}", lastError_.message,
-                      loaded_ ? " (keeping the previous secret)" : "");
+              ->error("{}{}", lastError_.message, loaded_ ? " (keeping the previous secret)" : "");
         }
       }
     }

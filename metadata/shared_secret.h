@@ -18,7 +18,8 @@ class SharedSecret {
   using Clock = std::chrono::steady_clock;
 
   /** `path` empty: the empty secret (Neutron's default metadata_proxy_shared_secret). */
-  explicit SharedSecret(std::string path, std::chrono::milliseconds recheck = std::chrono::seconds(1));
+  explicit SharedSecret(std::string path,
+                        std::chrono::milliseconds recheck = std::chrono::seconds(1));
 
   /**
    * The current secret, re-reading the file if it changed (checked at most once per recheck

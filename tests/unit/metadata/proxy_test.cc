@@ -60,10 +60,10 @@ TEST(BuildNovaRequestTest, ExactlyNeutronsHeaders) {
 }
 
 TEST(BuildNovaRequestTest, QueryKeptFragmentAndEmptyQueryDropped) {
-  EXPECT_EQ(buildNovaRequest(endpoint(), "GET", "/latest/meta-data/?a=1&b=%20", "", "1.2.3.4",
-                             kPort, "s")
-                .url,
-            "http://10.0.0.5:8775/latest/meta-data/?a=1&b=%20");
+  EXPECT_EQ(
+      buildNovaRequest(endpoint(), "GET", "/latest/meta-data/?a=1&b=%20", "", "1.2.3.4", kPort, "s")
+          .url,
+      "http://10.0.0.5:8775/latest/meta-data/?a=1&b=%20");
   EXPECT_EQ(buildNovaRequest(endpoint(), "GET", "/latest?", "", "1.2.3.4", kPort, "s").url,
             "http://10.0.0.5:8775/latest");
   EXPECT_EQ(buildNovaRequest(endpoint(), "GET", "/latest#frag", "", "1.2.3.4", kPort, "s").url,

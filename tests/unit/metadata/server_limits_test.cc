@@ -58,7 +58,9 @@ class ServerTest : public ::testing::Test {
       p->reply(status, body);
     });
   }
-  std::size_t connections() { return loop_.run([&] { return server_->connectionCount(kNet); }); }
+  std::size_t connections() {
+    return loop_.run([&] { return server_->connectionCount(kNet); });
+  }
   double metric(const std::string& line) {
     const std::string text = loop_.run([&] { return metrics_.render(); });
     const auto pos = text.find("\n" + line + " ");
@@ -144,8 +146,9 @@ TEST_F(ServerTest, PostBodyForwardedAndKeepAliveReused) {
 TEST_F(ServerTest, ExpectContinueGetsContinue) {
   start();
   RawClient c(port_);
-  ASSERT_TRUE(c.send("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
-                     "Expect: 100-continue\r\n\r\n"));
+  ASSERT_TRUE(
+      c.send("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
+             "Expect: 100-continue\r\n\r\n"));
   auto interim = c.read();
   ASSERT_TRUE(interim);
   EXPECT_EQ(interim->status, 100);
@@ -238,8 +241,8 @@ TEST_F(ServerTest, HugeHeadersAre431AndClose) {
 TEST_F(ServerTest, LargeBodyIs413AndClose) {
   start();
   RawClient c(port_);
-  ASSERT_TRUE(c.send("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n" +
-                     std::string(100, 'b')));
+  ASSERT_TRUE(
+      c.send("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n" + std::string(100, 'b')));
   auto r = c.read();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 413);
