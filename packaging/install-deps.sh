@@ -25,6 +25,9 @@ test_pkgs=(
   python3 python3-yaml openssl curl iproute2 procps
   # the netns privileged tests check offloads with ethtool -k
   ethtool
+  # the metadata proxy's requests checked by Nova's own handler (nova.api.metadata.handler);
+  # python3-neutron is the reference the proxy matches (not imported by any test)
+  python3-nova
 )
 
 pkgs=("${build_pkgs[@]}")

@@ -1,0 +1,67 @@
+#pragma once
+// The `metadata:` section of the agent's configuration. Every key, its default and the Neutron
+// option it replaces are listed in metadata/README.md.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace okna::core {
+class YamlField;
+}
+
+namespace okna::metadata {
+
+struct NovaConfig {
+  // Nova's metadata API (nova_metadata_host / _port / _protocol in Neutron).
+  std::string host = "127.0.0.1";
+  int port = 8775;
+  // "http" or "https".
+  std::string protocol = "http";
+  // PEM CA bundle to verify Nova (auth_ca_cert); empty = the system store.
+  std::string caFile;
+  // Skip verification of Nova's certificate (nova_metadata_insecure); logged as a warning.
+  bool insecure = false;
+  // Client certificate and key for mutual TLS (nova_client_cert / nova_client_priv_key).
+  std::string clientCertFile;
+  std::string clientKeyFile;
+  // TCP (and TLS) connection set-up limit. Nova is on the control plane network: 2 s is long.
+  std::chrono::milliseconds connectTimeout{2000};
+  // Whole-request limit, connection included. Below cloud-init's own 10 s per-request timeout,
+  // so a VM gets our 504 (and retries) instead of timing out itself.
+  std::chrono::milliseconds timeout{8000};
+};
+
+/** Per-namespace (per-network) limits: one VM, or one network, cannot exhaust the agent. */
+struct MetadataLimits {
+  // Open client connections per namespace; more are accepted and closed at once (counted).
+  std::int64_t maxConnectionsPerNamespace = 64;
+  // Request line + headers, in bytes; more -> 431 and the connection is closed.
+  std::int64_t maxRequestHeaderBytes = 8192;
+  // Request body, in bytes (Nova's largest, the password POST, is 256 bytes); more -> 413.
+  std::int64_t maxBodyBytes = 16384;
+  // Concurrent requests to Nova per namespace; further requests wait their turn (FIFO).
+  std::int64_t maxInFlightPerNamespace = 16;
+  // From the first byte of a request to its last header byte; also the time a new connection
+  // has to send its first byte.
+  std::chrono::milliseconds headerTimeout{10000};
+  // A keep-alive connection with no request in progress is closed after this.
+  std::chrono::milliseconds idleTimeout{60000};
+};
+
+struct MetadataConfig {
+  // The service runs while the node has the compute role; false: never.
+  bool enabled = true;
+  // File holding Neutron's metadata_proxy_shared_secret (one line; a trailing newline is
+  // stripped). Re-read when it changes. Empty: the empty secret (Neutron's default).
+  std::string sharedSecretFile;
+  NovaConfig nova;
+  MetadataLimits limits;
+  // Also serve fe80::a9fe:a9fe in each namespace.
+  bool ipv6 = true;
+};
+
+/** Parses the `metadata:` section; throws core::ConfigError naming the field. */
+MetadataConfig parseMetadataConfig(const core::YamlField& section);
+
+}  // namespace okna::metadata

@@ -1,0 +1,35 @@
+#pragma once
+// Who is asking: the VIF port of a network that owns a client IP. The agent implements this from
+// its OVN Southbound index (Port_Binding mac[0] addresses of the network's datapath); the proxy
+// only consumes it. Lookups run on the event loop and must not block or scan.
+
+#include <string>
+
+namespace okna::metadata {
+
+struct InstancePort {
+  // Port_Binding.logical_port (the Neutron port id), for logs.
+  std::string logicalPort;
+  // external_ids:neutron:device_id: the Nova instance uuid (X-Instance-ID).
+  std::string deviceId;
+  // external_ids:neutron:project_id (X-Tenant-ID).
+  std::string projectId;
+};
+
+struct LookupResult {
+  // How many bound VIF ports of the network list the IP: only 1 identifies an instance; 0 or
+  // more than 1 are answered 404 (and logged as Neutron logs them).
+  int matches = 0;
+  // The port when matches == 1.
+  InstancePort port;
+  // When matches > 1: the matching Port_Binding uuids, joined by ", " (Neutron logs them).
+  std::string portUuids;
+};
+
+class PortLookup {
+ public:
+  virtual ~PortLookup() = default;
+  virtual LookupResult lookup(const std::string& networkId, const std::string& clientIp) const = 0;
+};
+
+}  // namespace okna::metadata

@@ -1,0 +1,521 @@
+#include "metadata/server.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "core/http_client.h"
+#include "core/logging.h"
+#include "core/metrics.h"
+#include "metadata/config.h"
+#include "metadata/lookup.h"
+#include "metadata/proxy.h"
+#include "metadata/shared_secret.h"
+#include "metadata/signature.h"
+
+namespace okna::metadata {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// The client's address as Nova should see it: IPv4-mapped IPv6 shown as IPv4, and no zone
+// ("%tap...") on link-local IPv6 (the port index knows addresses, not interfaces).
+std::string clientAddress(const tcp::endpoint& peer) {
+  asio::ip::address a = peer.address();
+  if (a.is_v6()) {
+    auto v6 = a.to_v6();
+    if (v6.is_v4_mapped()) return asio::ip::make_address_v4(asio::ip::v4_mapped, v6).to_string();
+    v6.scope_id(0);
+    return v6.to_string();
+  }
+  return a.to_string();
+}
+
+}  // namespace
+
+class Connection;
+
+struct Network {
+  std::string id;
+  std::vector<std::unique_ptr<tcp::acceptor>> listeners;
+  std::unordered_set<std::shared_ptr<Connection>> connections;
+  std::size_t inFlight = 0;
+  // Connections whose request waits for a free Nova slot (maxInFlightPerNamespace), in order.
+  std::deque<std::weak_ptr<Connection>> waiting;
+  bool removed = false;
+};
+
+struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl> {
+  Impl(asio::io_context& ioContext, core::HttpClient& httpClient, const MetadataConfig& cfg,
+       const PortLookup& portLookup, core::MetricsRegistry& registry)
+      : io(ioContext),
+        http(httpClient),
+        config(cfg),
+        ports(portLookup),
+        metrics(registry),
+        nova(makeNovaEndpoint(cfg.nova)),
+        secret(cfg.sharedSecretFile),
+        log(core::logger("metadata")),
+        duration(registry.histogram("okna_metadata_request_duration_seconds",
+                                    "Time from a complete request to its answer being sent")),
+        refused(registry.counter("okna_metadata_connections_refused_total",
+                                 "Client connections closed at once: namespace connection limit")),
+        openConnections(registry.gauge("okna_metadata_open_connections",
+                                       "Open client connections, all namespaces")),
+        listenersGauge(registry.gauge("okna_metadata_listeners", "Listening sockets")) {
+    for (const char* reason : {"connect", "timeout", "status", "transport"}) {
+      novaErrors[reason] =
+          &registry.counter("okna_metadata_nova_errors_total",
+                            "Requests Nova did not answer usably, by reason", {{"reason", reason}});
+    }
+    if (cfg.nova.insecure)
+      log->warn("metadata.nova.insecure: Nova's TLS certificate is not verified");
+  }
+
+  core::Counter& requests(unsigned status) {
+    auto it = requestsByCode.find(status);
+    if (it != requestsByCode.end()) return *it->second;
+    core::Counter& c =
+        metrics.counter("okna_metadata_requests_total", "Metadata requests answered, by status",
+                        {{"code", std::to_string(status)}});
+    requestsByCode.emplace(status, &c);
+    return c;
+  }
+
+  void accept(const std::shared_ptr<Network>& net, tcp::acceptor& acceptor);
+  void closeNetwork(Network& net);
+  void releaseSlot(Network& net);
+
+  asio::io_context& io;
+  core::HttpClient& http;
+  const MetadataConfig& config;
+  const PortLookup& ports;
+  core::MetricsRegistry& metrics;
+  NovaEndpoint nova;
+  SharedSecret secret;
+  std::shared_ptr<spdlog::logger> log;
+  core::Histogram& duration;
+  core::Counter& refused;
+  core::Gauge& openConnections;
+  core::Gauge& listenersGauge;
+  std::unordered_map<std::string, core::Counter*> novaErrors;
+  std::unordered_map<unsigned, core::Counter*> requestsByCode;
+  std::unordered_map<std::string, std::shared_ptr<Network>> networks;
+  bool stopped = false;
+};
+
+// One client connection: read a request, answer it (from Nova or locally), repeat while
+// keep-alive. One request at a time, so pipelined requests are answered in order.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(std::shared_ptr<MetadataServer::Impl> server, std::shared_ptr<Network> net,
+             tcp::socket socket, std::string clientIp)
+      : server_(std::move(server)),
+        net_(std::move(net)),
+        socket_(std::move(socket)),
+        timer_(socket_.get_executor()),
+        clientIp_(std::move(clientIp)) {
+    const auto& limits = server_->config.limits;
+    // Room for a whole request: headers, body, and a pipelined request's start.
+    buffer_.max_size(static_cast<std::size_t>(limits.maxRequestHeaderBytes + limits.maxBodyBytes) +
+                     4096);
+  }
+
+  void start() {
+    server_->openConnections.add(1);
+    deadline_ = Clock::now() + server_->config.limits.headerTimeout;
+    armTimer();
+    waitForRequest();
+  }
+
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    boost::system::error_code ignored;
+    timer_.cancel();
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+    if (upstream_) {
+      upstream_->cancel();
+      upstream_.reset();
+    }
+    server_->openConnections.add(-1);
+    auto self = shared_from_this();
+    const bool hadSlot = holdsSlot_;
+    holdsSlot_ = false;
+    net_->connections.erase(self);
+    if (hadSlot) server_->releaseSlot(*net_);
+  }
+
+  /** Called when a Nova slot is free for this connection's queued request. */
+  void sendToNova() {
+    if (closed_) return;
+    holdsSlot_ = true;
+    ++net_->inFlight;
+    core::HttpCallbacks callbacks;
+    callbacks.onDone = [weak = weak_from_this()](core::Result<core::HttpResponse> result) {
+      if (auto self = weak.lock()) self->onNova(std::move(result));
+    };
+    upstream_ = server_->http.send(std::move(novaRequest_), std::move(callbacks));
+  }
+
+ private:
+  // The timer fires at most once per deadline period; moving the deadline later is a store, not
+  // a timer re-arm, so a busy keep-alive connection does not churn the timer queue. Only an
+  // earlier deadline (idle after a long header timeout) re-arms it.
+  void armTimer() {
+    armedAt_ = deadline_;
+    timer_.expires_at(deadline_);
+    timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (ec || self->closed_) return;
+      if (Clock::now() >= self->deadline_) {
+        self->server_->log->debug("network {} client {}: connection timed out, closing",
+                                  self->net_->id, self->clientIp_);
+        self->close();
+        return;
+      }
+      self->armTimer();
+    });
+  }
+
+  void setDeadline(std::chrono::milliseconds fromNow) {
+    deadline_ = Clock::now() + fromNow;
+    if (deadline_ < armedAt_) armTimer();  // cancels the pending wait (operation_aborted)
+  }
+
+  void waitForRequest() {
+    if (buffer_.size() > 0) {
+      readHeader();
+      return;
+    }
+    // Idle until the next request's first byte (the first request gets the header timeout).
+    socket_.async_read_some(
+        buffer_.prepare(std::min<std::size_t>(4096, buffer_.max_size())),
+        [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+          if (self->closed_) return;
+          if (ec) return self->close();
+          self->buffer_.commit(n);
+          self->readHeader();
+        });
+  }
+
+  void readHeader() {
+    const auto& limits = server_->config.limits;
+    setDeadline(limits.headerTimeout);
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(limits.maxRequestHeaderBytes));
+    parser_->body_limit(static_cast<std::uint64_t>(limits.maxBodyBytes));
+    http::async_read_header(
+        socket_, buffer_, *parser_,
+        [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+          if (self->closed_) return;
+          if (ec) return self->onReadError(ec);
+          self->afterHeader();
+        });
+  }
+
+  void afterHeader() {
+    if (parser_->is_done()) return handleRequest();
+    auto& req = parser_->get();
+    auto expect = req.find(http::field::expect);
+    if (expect != req.end() && beast::iequals(expect->value(), "100-continue")) {
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      asio::async_write(
+          socket_, asio::buffer(kContinue.data(), kContinue.size()),
+          [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+            if (self->closed_) return;
+            if (ec) return self->close();
+            self->readBody();
+          });
+      return;
+    }
+    readBody();
+  }
+
+  void readBody() {
+    http::async_read(socket_, buffer_, *parser_,
+                     [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+                       if (self->closed_) return;
+                       if (ec) return self->onReadError(ec);
+                       self->handleRequest();
+                     });
+  }
+
+  void onReadError(const boost::system::error_code& ec) {
+    // A clean end between requests, or a peer gone: nothing to answer.
+    if (ec == http::error::end_of_stream || ec == asio::error::eof ||
+        ec == asio::error::connection_reset || ec == asio::error::operation_aborted ||
+        ec == http::error::partial_message) {
+      return close();
+    }
+    unsigned status = 400;
+    if (ec == http::error::header_limit) status = 431;
+    if (ec == http::error::body_limit) status = 413;
+    if (ec == http::error::buffer_overflow) status = 431;
+    server_->log->info("network {} client {}: bad request ({}), answering {} and closing", net_->id,
+                       clientIp_, ec.message(), status);
+    started_ = Clock::now();
+    respond(errorResponse(status), 11, false, {}, {});
+  }
+
+  void handleRequest() {
+    started_ = Clock::now();
+    // Nova may take its time; the HttpClient's timeout bounds it, not ours.
+    deadline_ = Clock::now() + std::chrono::hours(24);
+    auto& req = parser_->get();
+    const int version = static_cast<int>(req.version());
+    const bool keepAlive = req.keep_alive();
+    const std::string_view target(req.target().data(), req.target().size());
+    if (!isOriginForm(target)) return respond(errorResponse(400), version, false, {}, target);
+
+    const LookupResult found = server_->ports.lookup(net_->id, clientIp_);
+    if (found.matches != 1) {
+      server_->log->error("{}", lookupFailureMessage(net_->id, clientIp_, found));
+      return respond(errorResponse(404), version, keepAlive, {}, target);
+    }
+    auto secret = server_->secret.get(started_);
+    if (!secret.ok()) {
+      // Already logged (once) by SharedSecret; signing with a wrong secret would only get 403s.
+      return respond(errorResponse(500), version, keepAlive, found.port.deviceId, target);
+    }
+    const std::string_view method(req.method_string().data(), req.method_string().size());
+    instanceId_ = found.port.deviceId;
+    path_.assign(target.substr(0, target.find('?')));
+    version_ = version;
+    keepAlive_ = keepAlive;
+    novaRequest_ = buildNovaRequest(server_->nova, method, target, std::move(req.body()), clientIp_,
+                                    found.port, signInstanceId(*secret, found.port.deviceId));
+    parser_.reset();
+    const auto maxInFlight =
+        static_cast<std::size_t>(server_->config.limits.maxInFlightPerNamespace);
+    if (net_->inFlight >= maxInFlight) {
+      net_->waiting.push_back(weak_from_this());
+      return;
+    }
+    sendToNova();
+  }
+
+  void onNova(core::Result<core::HttpResponse> result) {
+    upstream_.reset();
+    if (holdsSlot_) {
+      holdsSlot_ = false;
+      server_->releaseSlot(*net_);
+    }
+    ProxyResponse response = mapNovaResponse(std::move(result));
+    if (response.failure != NovaFailure::None) {
+      server_->novaErrors[novaFailureLabel(response.failure)]->inc();
+      server_->log->warn("network {} instance {} client {} {}: {}", net_->id, instanceId_,
+                         clientIp_, path_, response.warning);
+    }
+    respond(std::move(response), version_, keepAlive_, instanceId_, path_);
+  }
+
+  void respond(ProxyResponse response, int version, bool keepAlive, std::string_view instanceId,
+               std::string_view target) {
+    const unsigned status = response.status;
+    const double seconds = std::chrono::duration<double>(Clock::now() - started_).count();
+    server_->duration.observe(seconds);
+    server_->requests(status).inc();
+    const auto path = target.substr(0, target.find('?'));
+    // Successes at debug (a VM boot makes dozens), everything else at info.
+    server_->log->log(status == 200 ? spdlog::level::debug : spdlog::level::info,
+                      "network {} instance {} client {} {} -> {} in {:.1f} ms", net_->id,
+                      instanceId.empty() ? "-" : instanceId, clientIp_, path, status,
+                      seconds * 1000.0);
+    parser_.reset();
+    response_.emplace();
+    response_->version(static_cast<unsigned>(version));
+    response_->result(status);
+    response_->set(http::field::content_type, response.contentType);
+    response_->body() = std::move(response.body);
+    response_->keep_alive(keepAlive);
+    response_->prepare_payload();
+    closeAfterWrite_ = !keepAlive;
+    // A VM that does not read its answer is cut off like an idle one.
+    setDeadline(server_->config.limits.idleTimeout);
+    http::async_write(
+        socket_, *response_,
+        [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+          if (self->closed_) return;
+          self->response_.reset();
+          if (ec || self->closeAfterWrite_) return self->close();
+          self->setDeadline(self->server_->config.limits.idleTimeout);
+          self->waitForRequest();
+        });
+  }
+
+  std::shared_ptr<MetadataServer::Impl> server_;
+  std::shared_ptr<Network> net_;
+  tcp::socket socket_;
+  asio::steady_timer timer_;
+  Clock::time_point deadline_{};
+  Clock::time_point armedAt_{};
+  std::string clientIp_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::response<http::string_body>> response_;
+  core::HttpRequest novaRequest_;
+  core::HttpRequestHandlePtr upstream_;
+  // The request being answered (for the log line after Nova's answer).
+  std::string instanceId_;
+  std::string path_;
+  int version_ = 11;
+  bool keepAlive_ = true;
+  bool closeAfterWrite_ = false;
+  bool holdsSlot_ = false;
+  bool closed_ = false;
+  Clock::time_point started_{};
+};
+
+void MetadataServer::Impl::releaseSlot(Network& net) {
+  if (net.inFlight > 0) --net.inFlight;
+  while (!net.waiting.empty()) {
+    auto next = net.waiting.front().lock();
+    net.waiting.pop_front();
+    if (next) {
+      next->sendToNova();
+      return;
+    }
+  }
+}
+
+void MetadataServer::Impl::accept(const std::shared_ptr<Network>& net, tcp::acceptor& acceptor) {
+  acceptor.async_accept([self = shared_from_this(), net, &acceptor](
+                            const boost::system::error_code& ec, tcp::socket socket) {
+    if (net->removed || self->stopped || ec == asio::error::operation_aborted) return;
+    if (ec) {
+      // EMFILE and the like: log, and try again on the next loop turn rather than spin.
+      self->log->warn("network {}: accept failed: {}", net->id, ec.message());
+      asio::post(self->io, [self, net, &acceptor] {
+        if (!net->removed && !self->stopped) self->accept(net, acceptor);
+      });
+      return;
+    }
+    const auto limit = static_cast<std::size_t>(self->config.limits.maxConnectionsPerNamespace);
+    if (net->connections.size() >= limit) {
+      self->refused.inc();
+      self->log->info("network {}: connection limit ({}) reached, closing a new connection",
+                      net->id, limit);
+      boost::system::error_code ignored;
+      socket.close(ignored);
+    } else {
+      boost::system::error_code peerError;
+      const auto peer = socket.remote_endpoint(peerError);
+      if (!peerError) {
+        boost::system::error_code ignored;
+        socket.set_option(tcp::no_delay(true), ignored);
+        auto conn = std::make_shared<Connection>(self, net, std::move(socket), clientAddress(peer));
+        net->connections.insert(conn);
+        conn->start();
+      }
+    }
+    self->accept(net, acceptor);
+  });
+}
+
+void MetadataServer::Impl::closeNetwork(Network& net) {
+  net.removed = true;
+  for (auto& listener : net.listeners) {
+    boost::system::error_code ignored;
+    listener->close(ignored);
+  }
+  listenersGauge.add(-static_cast<double>(net.listeners.size()));
+  net.listeners.clear();
+  net.waiting.clear();
+  auto connections = net.connections;
+  for (const auto& c : connections) c->close();
+}
+
+MetadataServer::MetadataServer(asio::io_context& io, core::HttpClient& http,
+                               const MetadataConfig& config, const PortLookup& ports,
+                               core::MetricsRegistry& metrics)
+    : impl_(std::make_shared<Impl>(io, http, config, ports, metrics)) {}
+
+MetadataServer::~MetadataServer() {
+  stop();
+}
+
+core::Status MetadataServer::addListener(const std::string& networkId, int fd) {
+  const auto fail = [&](const std::string& why) {
+    ::close(fd);
+    return core::makeError("metadata listener for network " + networkId + ": " + why);
+  };
+  if (impl_->stopped) return fail("the server is stopped");
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0)
+    return fail(std::string("not a socket: ") + std::strerror(errno));
+  int listening = 0;
+  socklen_t optionLength = sizeof listening;
+  if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &optionLength) != 0 || !listening)
+    return fail("the socket is not listening");
+  if (address.ss_family != AF_INET && address.ss_family != AF_INET6)
+    return fail("not an IPv4 or IPv6 socket");
+
+  auto& net = impl_->networks[networkId];
+  if (!net) {
+    net = std::make_shared<Network>();
+    net->id = networkId;
+  }
+  auto acceptor = std::make_unique<tcp::acceptor>(impl_->io);
+  boost::system::error_code ec;
+  acceptor->assign(address.ss_family == AF_INET ? tcp::v4() : tcp::v6(), fd, ec);
+  if (ec) return fail("cannot adopt the socket: " + ec.message());
+  acceptor->non_blocking(true, ec);
+  tcp::acceptor& ref = *acceptor;
+  net->listeners.push_back(std::move(acceptor));
+  impl_->listenersGauge.add(1);
+  impl_->accept(net, ref);
+  return {};
+}
+
+void MetadataServer::removeNetwork(const std::string& networkId) {
+  auto it = impl_->networks.find(networkId);
+  if (it == impl_->networks.end()) return;
+  auto net = it->second;
+  impl_->networks.erase(it);
+  impl_->closeNetwork(*net);
+}
+
+std::size_t MetadataServer::listenerCount(const std::string& networkId) const {
+  auto it = impl_->networks.find(networkId);
+  return it == impl_->networks.end() ? 0 : it->second->listeners.size();
+}
+
+std::size_t MetadataServer::connectionCount(const std::string& networkId) const {
+  auto it = impl_->networks.find(networkId);
+  return it == impl_->networks.end() ? 0 : it->second->connections.size();
+}
+
+void MetadataServer::stop() {
+  if (!impl_ || impl_->stopped) return;
+  impl_->stopped = true;
+  auto networks = std::move(impl_->networks);
+  impl_->networks.clear();
+  for (auto& [id, net] : networks) impl_->closeNetwork(*net);
+}
+
+}  // namespace okna::metadata

@@ -1,0 +1,365 @@
+// The proxy end to end on loopback: VM-side raw HTTP -> MetadataServer -> CurlHttpClient ->
+// fake Nova (tests/fixtures/nova/fake_nova.py) or Nova's own handler (nova_handler_server.py).
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "core/curl_http_client.h"
+#include "core/metrics.h"
+#include "metadata/config.h"
+#include "metadata/server.h"
+#include "static_lookup.h"
+#include "tests/fakes/blocking_http.h"
+#include "tests/fakes/loop_thread.h"
+#include "tests/fakes/process.h"
+#include "tests/fakes/raw_http.h"
+
+namespace okna::metadata {
+namespace {
+
+namespace fs = std::filesystem;
+using okna::testing::getRequest;
+using okna::testing::RawClient;
+using okna::testing::waitFor;
+
+const std::string kNet = "0d4c1f8e-aaaa-bbbb-cccc-ddddeeeeffff";
+const InstancePort kVm{"lport-7", "4b1a0cc0-7c2d-4e6a-9a9b-1a2b3c4d5e6f", "project-42"};
+const std::string kFixtures = std::string(OKNA_SOURCE_DIR) + "/tests/fixtures/nova/";
+
+/** Starts a fixture script and returns the port it prints. */
+int startFixture(std::unique_ptr<okna::testing::Process>& process, std::vector<std::string> argv,
+                 const std::string& log) {
+  process = std::make_unique<okna::testing::Process>(std::move(argv), log);
+  int port = 0;
+  const std::regex ready("listening on port ([0-9]+)");
+  waitFor(
+      [&] {
+        std::smatch m;
+        const std::string text = process->log();
+        if (std::regex_search(text, m, ready)) port = std::stoi(m[1]);
+        return port != 0 || !process->running();
+      },
+      std::chrono::seconds(60));
+  return port;
+}
+
+class ProxyIntegrationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("okna-md-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    novaSecret_ = (dir_ / "nova-secret").string();
+    agentSecret_ = (dir_ / "agent-secret").string();
+    std::ofstream(novaSecret_) << "s3cret-ключ\n";
+    std::ofstream(agentSecret_) << "s3cret-ключ\n";
+    lookup_.setPort(kNet, "127.0.0.1", kVm);
+    config_.sharedSecretFile = agentSecret_;
+    config_.nova.host = "127.0.0.1";
+  }
+  void startFakeNova() {
+    novaPort_ = startFixture(
+        nova_, {"/usr/bin/python3", kFixtures + "fake_nova.py", "--secret-file", novaSecret_},
+        (dir_ / "fake_nova.log").string());
+    ASSERT_NE(novaPort_, 0) << nova_->log();
+    config_.nova.port = novaPort_;
+  }
+  void startServer() {
+    loop_.run([&] {
+      http_ = std::make_unique<core::CurlHttpClient>(loop_.io(), "openkeel-node-agent/test");
+      server_ = std::make_unique<MetadataServer>(loop_.io(), *http_, config_, lookup_, metrics_);
+    });
+    auto [fd, port] = okna::testing::listenOnLoopback();
+    port_ = port;
+    auto status = loop_.run([&, fd = fd] { return server_->addListener(kNet, fd); });
+    ASSERT_TRUE(status.ok()) << status.error().message;
+  }
+  void TearDown() override {
+    loop_.run([&] {
+      server_.reset();
+      http_.reset();
+    });
+    loop_.stop();
+    if (HasFailure() && nova_) std::cerr << nova_->log();
+    fs::remove_all(dir_);
+  }
+  nlohmann::json control(const std::string& method, const std::string& path) {
+    auto r =
+        okna::testing::httpCall(method, "http://127.0.0.1:" + std::to_string(novaPort_) + path);
+    EXPECT_EQ(r.status, 200) << path;
+    return nlohmann::json::parse(r.body);
+  }
+  std::optional<okna::testing::RawResponse> get(const std::string& path,
+                                                const std::string& headers = "") {
+    RawClient c(port_);
+    if (!c.send(getRequest(path, headers))) return std::nullopt;
+    return c.read();
+  }
+  double metric(const std::string& line) {
+    const std::string text = loop_.run([&] { return metrics_.render(); });
+    const auto pos = text.find("\n" + line + " ");
+    return pos == std::string::npos ? 0 : std::stod(text.substr(pos + line.size() + 2));
+  }
+
+  fs::path dir_;
+  std::string novaSecret_, agentSecret_;
+  std::unique_ptr<okna::testing::Process> nova_;
+  int novaPort_ = 0;
+  okna::testing::LoopThread loop_;
+  std::unique_ptr<core::CurlHttpClient> http_;
+  core::MetricsRegistry metrics_;
+  MetadataConfig config_;
+  StaticLookup lookup_;
+  std::unique_ptr<MetadataServer> server_;
+  int port_ = 0;
+};
+
+TEST_F(ProxyIntegrationTest, InstanceDataThroughTheSignatureCheck) {
+  startFakeNova();
+  startServer();
+  auto r = get("/openstack/latest/meta_data.json?a=b");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->headers["content-type"], "application/json");
+  auto body = nlohmann::json::parse(r->body);
+  EXPECT_EQ(body["uuid"], kVm.deviceId);
+  EXPECT_EQ(body["project_id"], kVm.projectId);
+  EXPECT_EQ(body["query"], "a=b");
+}
+
+TEST_F(ProxyIntegrationTest, ForgedHeadersChangeNothing) {
+  startFakeNova();
+  startServer();
+  auto r = get("/_debug/headers",
+               "X-Instance-ID: 00000000-evil\r\nX-Forwarded-For: 10.1.2.3\r\n"
+               "X-OVN-Network-ID: another-network\r\nx-tenant-id: evil\r\n"
+               "X-Instance-ID-Signature: 0000\r\nX-Metadata-Provider: lb-1\r\n"
+               "Authorization: Bearer t\r\n");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  std::map<std::string, std::vector<std::string>> seen;
+  for (const auto& pair : nlohmann::json::parse(r->body)) {
+    std::string name = pair[0];
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    seen[name].push_back(pair[1]);
+  }
+  const std::map<std::string, std::vector<std::string>> expected{
+      {"host", {"127.0.0.1:" + std::to_string(novaPort_)}},
+      {"user-agent", {"openkeel-node-agent/test"}},
+      {"accept", {"*/*"}},
+      {"x-forwarded-for", {"127.0.0.1"}},
+      {"x-instance-id", {kVm.deviceId}},
+      {"x-tenant-id", {kVm.projectId}},
+      {"x-instance-id-signature", {"a"}},  // replaced below: only checked for presence
+      {"_method", {"GET"}},
+      {"_path", {"/_debug/headers"}},
+      {"_version", {"HTTP/1.1"}}};
+  ASSERT_EQ(seen.count("x-instance-id-signature"), 1u);
+  EXPECT_EQ(seen["x-instance-id-signature"].size(), 1u);
+  seen["x-instance-id-signature"] = {"a"};
+  EXPECT_EQ(seen, expected);
+}
+
+TEST_F(ProxyIntegrationTest, PostBodyArrivesWithoutContentType) {
+  startFakeNova();
+  startServer();
+  RawClient c(port_);
+  ASSERT_TRUE(
+      c.send("POST /_debug/headers HTTP/1.1\r\nHost: x\r\nContent-Type: text/evil\r\n"
+             "Content-Length: 8\r\n\r\npassw0rd"));
+  auto r = c.read();
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  bool contentLength = false;
+  for (const auto& pair : nlohmann::json::parse(r->body)) {
+    EXPECT_NE(pair[0], "Content-Type") << "python-requests sends raw bytes without one";
+    if (pair[0] == "Content-Length") contentLength = pair[1] == "8";
+    if (pair[0] == "_method") {
+      EXPECT_EQ(pair[1], "POST");
+    }
+  }
+  EXPECT_TRUE(contentLength);
+  ASSERT_TRUE(
+      c.send("POST /openstack/latest/password HTTP/1.1\r\nHost: x\r\n"
+             "Content-Length: 8\r\n\r\npassw0rd"));
+  r = c.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(nlohmann::json::parse(r->body)["received"], "passw0rd");
+}
+
+TEST_F(ProxyIntegrationTest, UnknownOrAmbiguousClientIs404AndNovaIsNotAsked) {
+  startFakeNova();
+  lookup_.set(kNet, "127.0.0.1", LookupResult{0, {}, ""});
+  startServer();
+  auto r = get("/openstack/latest/meta_data.json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  loop_.run([&] { lookup_.set(kNet, "127.0.0.1", LookupResult{2, {}, "u1, u2"}); });
+  r = get("/openstack/latest/meta_data.json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_EQ(control("GET", "/_control/stats")["requests"], 0);
+}
+
+TEST_F(ProxyIntegrationTest, NovaStatusesMappedAsNeutron) {
+  startFakeNova();
+  startServer();
+  const std::vector<std::pair<int, int>> cases{{400, 400}, {403, 403}, {404, 404}, {409, 409},
+                                               {500, 500}, {418, 500}, {503, 500}};
+  for (const auto& [novaStatus, expected] : cases) {
+    control("POST", "/_control/status?code=" + std::to_string(novaStatus));
+    auto r = get("/openstack/latest/meta_data.json");
+    ASSERT_TRUE(r) << novaStatus;
+    EXPECT_EQ(r->status, expected) << novaStatus;
+    EXPECT_EQ(r->body.find("scripted status"), std::string::npos) << "Neutron's body, not Nova's";
+  }
+  EXPECT_EQ(metric("okna_metadata_nova_errors_total{reason=\"status\"}"), 4);
+}
+
+TEST_F(ProxyIntegrationTest, WrongSecretIs403AndARotatedSecretIsPickedUp) {
+  startFakeNova();
+  std::ofstream(agentSecret_) << "not-the-secret\n";
+  startServer();
+  auto r = get("/openstack/latest/meta_data.json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+  // Rotate the agent's copy: within about a second requests are signed with the new one.
+  std::ofstream(agentSecret_ + ".new") << "s3cret-ключ\n";
+  fs::rename(agentSecret_ + ".new", agentSecret_);
+  EXPECT_TRUE(waitFor(
+      [&] {
+        auto again = get("/openstack/latest/meta_data.json");
+        return again && again->status == 200;
+      },
+      std::chrono::seconds(10), std::chrono::milliseconds(100)));
+}
+
+TEST_F(ProxyIntegrationTest, NovaDownIsA500) {
+  // A port nobody listens on: bind, read the port, close.
+  auto [fd, freePort] = okna::testing::listenOnLoopback();
+  ::close(fd);
+  config_.nova.port = freePort;
+  startServer();
+  auto r = get("/openstack/latest/meta_data.json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 500);
+  EXPECT_EQ(metric("okna_metadata_nova_errors_total{reason=\"connect\"}"), 1);
+}
+
+TEST_F(ProxyIntegrationTest, SlowNovaIsA504WithinTheTimeout) {
+  config_.nova.timeout = std::chrono::milliseconds(300);
+  startFakeNova();
+  startServer();
+  // Nova would answer 200 after 5 s; the proxy gives up at 0.3 s. A 200 would mean no timeout.
+  control("POST", "/_control/delay?ms=5000");
+  auto r = get("/openstack/latest/meta_data.json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 504);
+  EXPECT_EQ(metric("okna_metadata_nova_errors_total{reason=\"timeout\"}"), 1);
+}
+
+TEST_F(ProxyIntegrationTest, KeepAliveOnBothSides) {
+  startFakeNova();
+  startServer();
+  const int before = control("GET", "/_control/stats")["connections"];
+  {
+    RawClient c(port_);
+    for (int i = 0; i < 20; ++i) {
+      ASSERT_TRUE(c.send(getRequest("/openstack/latest/meta_data.json")));
+      auto r = c.read();
+      ASSERT_TRUE(r);
+      ASSERT_EQ(r->status, 200);
+    }
+  }
+  // A second VM connection, later: still the same connection to Nova.
+  auto r = get("/openstack/latest/meta_data.json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  const int after = control("GET", "/_control/stats")["connections"];
+  // One connection from the proxy, one for this stats call itself.
+  EXPECT_EQ(after - before, 2);
+  EXPECT_EQ(control("GET", "/_control/stats")["requests"], 21);
+}
+
+TEST_F(ProxyIntegrationTest, LimitsOnTheRealPath) {
+  config_.limits.maxConnectionsPerNamespace = 2;
+  config_.limits.maxRequestHeaderBytes = 1024;
+  config_.limits.idleTimeout = std::chrono::milliseconds(200);
+  startFakeNova();
+  startServer();
+  RawClient a(port_), b(port_);
+  ASSERT_TRUE(
+      waitFor([&] { return loop_.run([&] { return server_->connectionCount(kNet); }) == 2; },
+              std::chrono::seconds(10)));
+  RawClient refused(port_);
+  EXPECT_TRUE(refused.closedByPeer());
+  EXPECT_EQ(metric("okna_metadata_connections_refused_total"), 1);
+  ASSERT_TRUE(a.send(getRequest("/x", "X-Huge: " + std::string(4000, 'h') + "\r\n")));
+  auto r = a.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 431);
+  ASSERT_TRUE(b.send(getRequest("/openstack/latest/meta_data.json")));
+  r = b.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  // b now idles past the idle timeout and is closed.
+  EXPECT_TRUE(b.closedByPeer());
+}
+
+// --- Nova's own handler -------------------------------------------------------------------
+
+class NovaOwnHandlerTest : public ProxyIntegrationTest {
+ protected:
+  void startNovaHandler(const std::string& project) {
+    if (!fs::exists("/usr/lib/python3/dist-packages/nova/api/metadata/handler.py"))
+      GTEST_SKIP() << "python3-nova is not installed (packaging/install-deps.sh installs it)";
+    novaPort_ = startFixture(nova_,
+                             {"/usr/bin/python3", kFixtures + "nova_handler_server.py", "--secret",
+                              "s3cret-ключ", "--project", project},
+                             (dir_ / "nova_handler.log").string());
+    ASSERT_NE(novaPort_, 0) << nova_->log();
+    config_.nova.port = novaPort_;
+  }
+};
+
+TEST_F(NovaOwnHandlerTest, NovaAcceptsOurRequest) {
+  startNovaHandler(kVm.projectId);
+  if (IsSkipped()) return;
+  startServer();
+  auto r = get("/openstack/latest/meta_data.json", "X-Instance-ID: forged\r\n");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body << nova_->log();
+  auto body = nlohmann::json::parse(r->body);
+  EXPECT_EQ(body["checked_by"], "nova");
+  EXPECT_EQ(body["uuid"], kVm.deviceId);
+  EXPECT_EQ(body["address"], "127.0.0.1");
+}
+
+TEST_F(NovaOwnHandlerTest, NovaRefusesAWrongSecret) {
+  startNovaHandler(kVm.projectId);
+  if (IsSkipped()) return;
+  std::ofstream(agentSecret_) << "wrong\n";
+  startServer();
+  auto r = get("/openstack/latest/meta_data.json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+  EXPECT_NE(nova_->log().find("does not match the expected value"), std::string::npos);
+}
+
+TEST_F(NovaOwnHandlerTest, NovaChecksTheTenant) {
+  startNovaHandler("some-other-project");
+  if (IsSkipped()) return;
+  startServer();
+  auto r = get("/openstack/latest/meta_data.json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+}
+
+}  // namespace
+}  // namespace okna::metadata

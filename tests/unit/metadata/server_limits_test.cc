@@ -1,0 +1,370 @@
+// MetadataServer on 127.0.0.1 with a scripted Nova (FakeHttpClient): the request Nova gets, the
+// per-namespace limits, keep-alive, HTTP/1.0, pipelining and removal. The real CurlHttpClient
+// against a fake Nova is in tests/integration/metadata.
+
+#include <gtest/gtest.h>
+
+#include "core/metrics.h"
+#include "metadata/config.h"
+#include "metadata/server.h"
+#include "metadata/signature.h"
+#include "static_lookup.h"
+#include "tests/fakes/fake_http_client.h"
+#include "tests/fakes/loop_thread.h"
+#include "tests/fakes/process.h"
+#include "tests/fakes/raw_http.h"
+
+namespace okna::metadata {
+namespace {
+
+using okna::testing::getRequest;
+using okna::testing::RawClient;
+using okna::testing::waitFor;
+
+const std::string kNet = "6f1e4c3a-1111-2222-3333-444455556666";
+const InstancePort kVm{"lport-1", "4b1a0cc0-7c2d-4e6a-9a9b-1a2b3c4d5e6f", "project-1"};
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_.limits.maxConnectionsPerNamespace = 3;
+    config_.limits.maxRequestHeaderBytes = 1024;
+    config_.limits.maxBodyBytes = 64;
+    config_.limits.maxInFlightPerNamespace = 1;
+    config_.nova.host = "10.9.9.9";
+    lookup_.setPort(kNet, "127.0.0.1", kVm);
+  }
+  void start() {
+    server_ = std::make_unique<MetadataServer>(loop_.io(), http_, config_, lookup_, metrics_);
+    auto [fd, port] = okna::testing::listenOnLoopback();
+    port_ = port;
+    auto status = loop_.run([&, fd = fd] { return server_->addListener(kNet, fd); });
+    ASSERT_TRUE(status.ok()) << status.error().message;
+  }
+  void TearDown() override {
+    if (server_) loop_.run([&] { server_.reset(); });
+    loop_.stop();
+  }
+  std::shared_ptr<okna::testing::FakeHttpClient::Pending> nextNova() {
+    std::shared_ptr<okna::testing::FakeHttpClient::Pending> p;
+    waitFor([&] { return (p = loop_.run([&] { return http_.next(); })) != nullptr; },
+            std::chrono::seconds(10));
+    return p;
+  }
+  void answer(const std::shared_ptr<okna::testing::FakeHttpClient::Pending>& p, long status,
+              const std::string& body, const std::string& type = "application/json") {
+    loop_.run([&] {
+      p->response.headers["content-type"] = type;
+      p->reply(status, body);
+    });
+  }
+  std::size_t connections() {
+    return loop_.run([&] { return server_->connectionCount(kNet); });
+  }
+  double metric(const std::string& line) {
+    const std::string text = loop_.run([&] { return metrics_.render(); });
+    const auto pos = text.find("\n" + line + " ");
+    return pos == std::string::npos ? -1 : std::stod(text.substr(pos + line.size() + 2));
+  }
+
+  okna::testing::LoopThread loop_;
+  okna::testing::FakeHttpClient http_;
+  core::MetricsRegistry metrics_;
+  MetadataConfig config_;
+  StaticLookup lookup_;
+  std::unique_ptr<MetadataServer> server_;
+  int port_ = 0;
+};
+
+TEST_F(ServerTest, NovaGetsOnlyNeutronsHeadersWhateverTheClientForges) {
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(getRequest("/openstack/latest/meta_data.json?x=1",
+                                "X-Instance-ID: evil\r\nx-forwarded-for: 10.0.0.99\r\n"
+                                "X-Tenant-ID: evil\r\nX-Instance-ID-Signature: evil\r\n"
+                                "X-OVN-Network-ID: other-net\r\nX-Metadata-Provider: lb\r\n"
+                                "Cookie: c=1\r\n")));
+  auto p = nextNova();
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->request.method, "GET");
+  EXPECT_EQ(p->request.url, "http://10.9.9.9:8775/openstack/latest/meta_data.json?x=1");
+  const std::map<std::string, std::string> expected{
+      {"X-Forwarded-For", "127.0.0.1"},
+      {"X-Instance-ID", kVm.deviceId},
+      {"X-Tenant-ID", kVm.projectId},
+      {"X-Instance-ID-Signature", signInstanceId("", kVm.deviceId)}};
+  EXPECT_EQ(p->request.headers, expected);
+  answer(p, 200, R"({"uuid": "x"})");
+  auto r = c.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->headers["content-type"], "application/json");
+  EXPECT_EQ(r->body, R"({"uuid": "x"})");
+  EXPECT_EQ(metric("okna_metadata_requests_total{code=\"200\"}"), 1);
+}
+
+TEST_F(ServerTest, LookupMissOrAmbiguityIs404WithoutAskingNova) {
+  lookup_.set(kNet, "127.0.0.1", LookupResult{2, {}, "u1, u2"});
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(getRequest("/latest/meta-data/")));
+  auto r = c.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  loop_.run([&] { lookup_.set(kNet, "127.0.0.1", LookupResult{}); });
+  ASSERT_TRUE(c.send(getRequest("/latest/meta-data/")));
+  r = c.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_EQ(loop_.run([&] { return http_.all().size(); }), 0u);
+}
+
+TEST_F(ServerTest, PostBodyForwardedAndKeepAliveReused) {
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(
+      "POST /openstack/latest/password HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"));
+  auto p = nextNova();
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->request.method, "POST");
+  EXPECT_EQ(p->request.body, "hello");
+  answer(p, 200, "", "text/plain");
+  auto r = c.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  // The same connection serves the next request.
+  ASSERT_TRUE(c.send(getRequest("/latest")));
+  p = nextNova();
+  ASSERT_TRUE(p);
+  answer(p, 404, "");
+  r = c.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_EQ(connections(), 1u);
+}
+
+TEST_F(ServerTest, ExpectContinueGetsContinue) {
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(
+      c.send("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
+             "Expect: 100-continue\r\n\r\n"));
+  auto interim = c.read();
+  ASSERT_TRUE(interim);
+  EXPECT_EQ(interim->status, 100);
+  ASSERT_TRUE(c.send("abc"));
+  auto p = nextNova();
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->request.body, "abc");
+  answer(p, 200, "ok");
+  auto r = c.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST_F(ServerTest, PipelinedRequestsAnsweredInOrder) {
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(getRequest("/one") + getRequest("/two")));
+  auto first = nextNova();
+  ASSERT_TRUE(first);
+  EXPECT_NE(first->request.url.find("/one"), std::string::npos);
+  answer(first, 200, "1");
+  auto second = nextNova();
+  ASSERT_TRUE(second);
+  EXPECT_NE(second->request.url.find("/two"), std::string::npos);
+  answer(second, 200, "2");
+  auto r1 = c.read();
+  auto r2 = c.read();
+  ASSERT_TRUE(r1 && r2);
+  EXPECT_EQ(r1->body, "1");
+  EXPECT_EQ(r2->body, "2");
+}
+
+TEST_F(ServerTest, Http10ClosesAfterTheAnswer) {
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(getRequest("/latest", "", "HTTP/1.0")));
+  auto p = nextNova();
+  ASSERT_TRUE(p);
+  answer(p, 200, "x");
+  auto r = c.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_TRUE(c.closedByPeer());
+}
+
+TEST_F(ServerTest, Http10KeepAliveStaysOpen) {
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(getRequest("/a", "Connection: keep-alive\r\n", "HTTP/1.0")));
+  auto p = nextNova();
+  ASSERT_TRUE(p);
+  answer(p, 200, "x");
+  auto r = c.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->headers["connection"], "keep-alive");
+  ASSERT_TRUE(c.send(getRequest("/b", "Connection: keep-alive\r\n", "HTTP/1.0")));
+  p = nextNova();
+  ASSERT_TRUE(p);
+  answer(p, 200, "y");
+  r = c.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, "y");
+}
+
+TEST_F(ServerTest, TooManyConnectionsAreClosedAndCounted) {
+  start();
+  RawClient a(port_), b(port_), c(port_);
+  ASSERT_TRUE(waitFor([&] { return connections() == 3; }, std::chrono::seconds(10)));
+  RawClient extra(port_);
+  EXPECT_TRUE(extra.closedByPeer());
+  EXPECT_EQ(metric("okna_metadata_connections_refused_total"), 1);
+  // The others still work.
+  loop_.run([&] { lookup_.set(kNet, "127.0.0.1", LookupResult{}); });
+  ASSERT_TRUE(a.send(getRequest("/x")));
+  auto r = a.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+}
+
+TEST_F(ServerTest, HugeHeadersAre431AndClose) {
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(getRequest("/x", "X-Big: " + std::string(2000, 'a') + "\r\n")));
+  auto r = c.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 431);
+  EXPECT_TRUE(c.closedByPeer());
+}
+
+TEST_F(ServerTest, LargeBodyIs413AndClose) {
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(
+      c.send("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n" + std::string(100, 'b')));
+  auto r = c.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+  EXPECT_TRUE(c.closedByPeer());
+  EXPECT_EQ(loop_.run([&] { return http_.all().size(); }), 0u);
+}
+
+TEST_F(ServerTest, GarbageIs400) {
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.send("NOT HTTP AT ALL\r\n\r\n"));
+  auto r = c.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_TRUE(c.closedByPeer());
+}
+
+TEST_F(ServerTest, AbsoluteFormTargetIs400) {
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.send("GET http://169.254.169.254/latest HTTP/1.1\r\nHost: x\r\n\r\n"));
+  auto r = c.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+}
+
+TEST_F(ServerTest, IdleKeepAliveConnectionIsClosed) {
+  config_.limits.idleTimeout = std::chrono::milliseconds(100);
+  lookup_.set(kNet, "127.0.0.1", LookupResult{});
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(getRequest("/x")));
+  ASSERT_TRUE(c.read());
+  EXPECT_TRUE(c.closedByPeer());
+  EXPECT_TRUE(waitFor([&] { return connections() == 0; }, std::chrono::seconds(10)));
+}
+
+TEST_F(ServerTest, SlowHeadersAreCut) {
+  config_.limits.headerTimeout = std::chrono::milliseconds(100);
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.send("GET /x HTTP/1.1\r\nHost: "));
+  EXPECT_TRUE(c.closedByPeer());
+  // A connection that never sends a byte is cut too.
+  RawClient silent(port_);
+  EXPECT_TRUE(silent.closedByPeer());
+}
+
+TEST_F(ServerTest, InFlightLimitQueuesInOrder) {
+  start();
+  RawClient a(port_), b(port_);
+  ASSERT_TRUE(a.send(getRequest("/a")));
+  auto pa = nextNova();
+  ASSERT_TRUE(pa);
+  ASSERT_TRUE(b.send(getRequest("/b")));
+  // b waits for a's slot: Nova sees nothing more until a is answered.
+  ASSERT_TRUE(waitFor([&] { return loop_.run([&] { return lookup_.calls; }) == 2; },
+                      std::chrono::seconds(10)));
+  EXPECT_EQ(loop_.run([&] { return http_.next(); }), nullptr);
+  answer(pa, 200, "a");
+  auto pb = nextNova();
+  ASSERT_TRUE(pb);
+  EXPECT_NE(pb->request.url.find("/b"), std::string::npos);
+  answer(pb, 200, "b");
+  EXPECT_EQ(a.read()->body, "a");
+  EXPECT_EQ(b.read()->body, "b");
+}
+
+TEST_F(ServerTest, NovaFailureMapped) {
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(getRequest("/x")));
+  auto p = nextNova();
+  ASSERT_TRUE(p);
+  loop_.run([&] { p->fail("Failed to connect to 10.9.9.9 port 8775"); });
+  auto r = c.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 500);
+  EXPECT_EQ(metric("okna_metadata_nova_errors_total{reason=\"connect\"}"), 1);
+}
+
+TEST_F(ServerTest, RemoveNetworkClosesListenerConnectionsAndCancelsNova) {
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(getRequest("/x")));
+  auto p = nextNova();
+  ASSERT_TRUE(p);
+  loop_.run([&] { server_->removeNetwork(kNet); });
+  EXPECT_TRUE(c.closedByPeer());
+  EXPECT_TRUE(loop_.run([&] { return p->cancelled; }));
+  EXPECT_EQ(loop_.run([&] { return server_->listenerCount(kNet); }), 0u);
+  EXPECT_THROW(RawClient again(port_), std::runtime_error);
+}
+
+TEST_F(ServerTest, AddListenerRefusesWhatIsNotAListeningSocket) {
+  start();
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  auto s = loop_.run([&] { return server_->addListener("n2", fd); });
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("not listening"), std::string::npos);
+  EXPECT_EQ(loop_.run([&] { return server_->listenerCount("n2"); }), 0u);
+}
+
+TEST_F(ServerTest, Ipv6ListenerSeesTheV6Peer) {
+  lookup_.setPort(kNet, "::1", kVm);
+  start();
+  std::pair<int, int> listener;
+  try {
+    listener = okna::testing::listenOnLoopback(0, AF_INET6);
+  } catch (const std::exception&) {
+    GTEST_SKIP() << "no IPv6 loopback on this machine";
+  }
+  ASSERT_TRUE(loop_.run([&] { return server_->addListener(kNet, listener.first); }).ok());
+  EXPECT_EQ(loop_.run([&] { return server_->listenerCount(kNet); }), 2u);
+  RawClient c(listener.second, "::1");
+  ASSERT_TRUE(c.send(getRequest("/x")));
+  auto p = nextNova();
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->request.headers.at("X-Forwarded-For"), "::1");
+  answer(p, 200, "v6");
+  EXPECT_EQ(c.read()->body, "v6");
+}
+
+}  // namespace
+}  // namespace okna::metadata
