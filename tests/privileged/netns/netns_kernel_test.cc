@@ -347,6 +347,56 @@ TEST_F(NetnsKernel, AdoptsANeutronNamespaceWithOffloadsOffWithZeroOps) {
   EXPECT_TRUE(report.unchanged()) << report.summary(desired_);
 }
 
+bool appliedHas(const EnsureReport& r, NsOpKind kind) {
+  for (const auto& op : r.applied) {
+    if (op.kind == kind) return true;
+  }
+  return false;
+}
+
+TEST_F(NetnsKernel, InterruptedCreationIsFinishedByMovingTheInnerEnd) {
+  // Both ends still in the host namespace, as if a creation stopped before the move.
+  ASSERT_EQ(sh("ip netns add " + desired_.name).status, 0);
+  auto r = sh("ip link add " + desired_.hostIface + " type veth peer name " + desired_.innerIface);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EnsureReport report;
+  auto st = applier_.ensure(desired_, &report);
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  EXPECT_TRUE(appliedHas(report, NsOpKind::MoveInner)) << report.summary(desired_);
+  EXPECT_FALSE(appliedHas(report, NsOpKind::CreateVeth)) << report.summary(desired_);
+  EXPECT_NE(sh("ip link show dev " + desired_.innerIface).status, 0);  // no longer in the host
+  EXPECT_TRUE(contains(innerLink(), "inet 169.254.169.254/32"));
+  ASSERT_TRUE(applier_.ensure(desired_, &report).ok());
+  EXPECT_TRUE(report.unchanged()) << report.summary(desired_);
+}
+
+TEST_F(NetnsKernel, ForeignObjectsInTheWayAreReplaced) {
+  // A plain file where the namespace mount belongs, and a veth with the host end's name whose
+  // peer is some other interface.
+  ASSERT_EQ(sh("mkdir -p /run/netns && touch /run/netns/" + desired_.name).status, 0);
+  const std::string otherPeer = "oktnx" + randomHex(8);
+  auto r = sh("ip link add " + desired_.hostIface + " type veth peer name " + otherPeer);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EnsureReport report;
+  auto st = applier_.ensure(desired_, &report);
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  EXPECT_TRUE(report.created());
+  EXPECT_TRUE(appliedHas(report, NsOpKind::DeleteHostIface)) << report.summary(desired_);
+  EXPECT_TRUE(contains(sh("ip -d link show dev " + desired_.hostIface).output, "veth"));
+  EXPECT_NE(sh("ip link show dev " + otherPeer).status, 0);  // went with its veth
+  EXPECT_TRUE(contains(sh("ip netns list").output, desired_.name));
+}
+
+TEST_F(NetnsKernel, DeletedVethIsRecreated) {
+  ASSERT_TRUE(applier_.ensure(desired_).ok());
+  ASSERT_EQ(sh("ip -n " + desired_.name + " link del " + desired_.innerIface).status, 0);
+  EnsureReport report;
+  ASSERT_TRUE(applier_.ensure(desired_, &report).ok());
+  EXPECT_FALSE(report.created());
+  EXPECT_TRUE(appliedHas(report, NsOpKind::CreateVeth)) << report.summary(desired_);
+  EXPECT_TRUE(contains(innerLink(), "link/ether fa:16:3e:12:34:56"));
+}
+
 TEST_F(NetnsKernel, DisableOffloadsWorksOnAnyInterfaceInAnyNamespace) {
   const std::string vm = "oktn-" + randomHex(8);
   extraNamespaces_.push_back(vm);
