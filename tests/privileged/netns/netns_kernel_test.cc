@@ -3,6 +3,8 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -395,6 +397,88 @@ TEST_F(NetnsKernel, DeletedVethIsRecreated) {
   EXPECT_FALSE(report.created());
   EXPECT_TRUE(appliedHas(report, NsOpKind::CreateVeth)) << report.summary(desired_);
   EXPECT_TRUE(contains(innerLink(), "link/ether fa:16:3e:12:34:56"));
+}
+
+// The TCP SYN the namespace sends to `ip`:`port`, as a packet socket on the inner end sees it
+// leave (what the next hop, OVS, gets); its checksum verified over the pseudo-header. Returns
+// "valid", "partial" (the checksum is left to an offload) or why no frame was seen.
+std::string synChecksumLeaving(const std::string& ns, const std::string& iface,
+                               const std::string& ip, uint16_t port) {
+  int capture = -1;
+  int client = -1;
+  auto st = runInNamespace(ns, [&]() -> core::Status {
+    // Only ETH_P_ALL sockets see outgoing frames.
+    capture = ::socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, htons(ETH_P_ALL));
+    sockaddr_ll ll{};
+    ll.sll_family = AF_PACKET;
+    ll.sll_protocol = htons(ETH_P_ALL);
+    ll.sll_ifindex = static_cast<int>(if_nametoindex(iface.c_str()));
+    if (capture < 0 || ::bind(capture, reinterpret_cast<sockaddr*>(&ll), sizeof(ll)) != 0) {
+      return core::makeError("packet socket", errno);
+    }
+    client = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(port);
+    inet_pton(AF_INET, ip.c_str(), &to.sin_addr);
+    ::connect(client, reinterpret_cast<sockaddr*>(&to), sizeof(to));  // EINPROGRESS
+    return {};
+  });
+  std::string verdict = st.ok() ? "no SYN seen" : st.error().message;
+  uint8_t buf[2048];
+  pollfd p{capture, POLLIN, 0};
+  while (st.ok() && ::poll(&p, 1, 5000) == 1) {
+    sockaddr_ll from{};
+    socklen_t fromLen = sizeof(from);
+    const ssize_t n =
+        ::recvfrom(capture, buf, sizeof(buf), 0, reinterpret_cast<sockaddr*>(&from), &fromLen);
+    if (n < 40 || from.sll_pkttype != PACKET_OUTGOING || from.sll_protocol != htons(ETH_P_IP) ||
+        buf[9] != IPPROTO_TCP) {
+      continue;
+    }
+    const size_t ihl = (buf[0] & 0x0fU) * 4U;
+    const size_t total = (static_cast<size_t>(buf[2]) << 8) | buf[3];
+    const uint8_t* tcp = buf + ihl;
+    if (((tcp[2] << 8) | tcp[3]) != port || (tcp[13] & 0x02) == 0) continue;
+    // Ones' complement sum of the pseudo-header and the segment: 0xffff when the checksum is full.
+    uint32_t sum = 0;
+    const auto add = [&sum](const uint8_t* d, size_t len) {
+      for (size_t i = 0; i + 1 < len; i += 2) sum += static_cast<uint32_t>((d[i] << 8) | d[i + 1]);
+      if (len % 2 != 0) sum += static_cast<uint32_t>(d[len - 1] << 8);
+    };
+    const size_t tcpLen = total - ihl;
+    add(buf + 12, 8);  // source and destination addresses
+    sum += IPPROTO_TCP + static_cast<uint32_t>(tcpLen);
+    add(tcp, tcpLen);
+    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    verdict = sum == 0xffff ? "valid" : "partial";
+    break;
+  }
+  if (capture >= 0) ::close(capture);
+  if (client >= 0) ::close(client);
+  return verdict;
+}
+
+TEST_F(NetnsKernel, TcpLeavesTheNamespaceWithFullChecksums) {
+  ASSERT_TRUE(applier_.ensure(desired_).ok());
+  // A neighbour that does not exist, with a MAC that is not the host end's: the host drops the
+  // frames (not for it), the packet socket inside still sees them leave.
+  const std::string ns = desired_.name;
+  auto r =
+      sh("ip -n " + ns + " neigh add 10.0.0.5 lladdr 02:00:00:00:00:05 dev " + desired_.innerIface);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(synChecksumLeaving(ns, desired_.innerIface, "10.0.0.5", 40001), "valid");
+
+  // The control: with tx checksumming back on, the kernel leaves the checksum to the "device".
+  r = sh("ip netns exec " + ns + " ethtool -K " + desired_.innerIface + " tx on");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(synChecksumLeaving(ns, desired_.innerIface, "10.0.0.5", 40002), "partial");
+
+  EnsureReport report;
+  ASSERT_TRUE(applier_.ensure(desired_, &report).ok());
+  EXPECT_EQ(report.applied, (std::vector<NsOp>{{NsOpKind::DisableOffloads, "", false}}))
+      << report.summary(desired_);
+  EXPECT_EQ(synChecksumLeaving(ns, desired_.innerIface, "10.0.0.5", 40003), "valid");
 }
 
 TEST_F(NetnsKernel, DisableOffloadsWorksOnAnyInterfaceInAnyNamespace) {
