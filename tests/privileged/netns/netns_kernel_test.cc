@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/executor_work_guard.hpp>
+
 #include <cstdio>
 #include <random>
 #include <string>
@@ -21,6 +23,7 @@
 #include "netns/applier.h"
 #include "netns/enter.h"
 #include "netns/netlink.h"
+#include "netns/worker.h"
 
 namespace okna::netns {
 namespace {
@@ -160,6 +163,7 @@ TEST_F(NetnsKernel, EnsureCreatesWhatIproute2AndEthtoolSee) {
   EXPECT_TRUE(report.created()) << report.summary(desired_);
 
   EXPECT_TRUE(contains(sh("ip netns list").output, desired_.name));
+  EXPECT_TRUE(contains(sh("findmnt -n -o PROPAGATION /run/netns").output, "shared"));
   const auto inner = innerLink();
   EXPECT_TRUE(contains(inner, "link/ether fa:16:3e:12:34:56")) << inner;
   EXPECT_TRUE(contains(inner, "inet 10.0.0.2/24 brd 10.0.0.255")) << inner;
@@ -479,6 +483,43 @@ TEST_F(NetnsKernel, TcpLeavesTheNamespaceWithFullChecksums) {
   EXPECT_EQ(report.applied, (std::vector<NsOp>{{NsOpKind::DisableOffloads, "", false}}))
       << report.summary(desired_);
   EXPECT_EQ(synChecksumLeaving(ns, desired_.innerIface, "10.0.0.5", 40003), "valid");
+}
+
+TEST_F(NetnsKernel, WorkerRunsEnsureAndListenerOffTheLoop) {
+  // As the agent uses it: the loop thread posts, the worker enters namespaces, results come back.
+  core::HealthRegistry health;
+  Worker worker(&health);
+  boost::asio::io_context io;
+  auto guard = boost::asio::make_work_guard(io);
+  const ino_t hostNs = ownNamespaceInode();
+  struct Outcome {
+    core::Status ensured;
+    core::Result<int> listener = core::makeError("not run");
+    ino_t workerNsAfter = 0;
+  };
+  Outcome got;
+  worker.runThenPost(
+      io,
+      [&] {
+        Outcome o;
+        o.ensured = applier_.ensure(desired_);
+        o.listener = openListener(desired_.name, "169.254.169.254", 0, 16, true);
+        o.workerNsAfter = ownNamespaceInode();
+        return o;
+      },
+      [&](Outcome o) {
+        got = std::move(o);
+        guard.reset();
+      });
+  io.run();
+  ASSERT_TRUE(got.ensured.ok()) << got.ensured.error().message;
+  ASSERT_TRUE(got.listener.ok()) << got.listener.error().message;
+  keep(*got.listener);
+  EXPECT_EQ(got.workerNsAfter, hostNs);
+  EXPECT_EQ(ownNamespaceInode(), hostNs);
+  EXPECT_TRUE(health.live());
+  ASSERT_EQ(connectFrom(desired_.name, "169.254.169.254", portOf(*got.listener)), 0);
+  EXPECT_TRUE(acceptOne(*got.listener));
 }
 
 TEST_F(NetnsKernel, DisableOffloadsWorksOnAnyInterfaceInAnyNamespace) {
