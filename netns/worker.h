@@ -17,6 +17,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <type_traits>
+#include <utility>
 
 #include "core/health.h"
 
@@ -38,15 +40,22 @@ class Worker {
   bool post(std::function<void()> task);
 
   /**
-   * Runs `work()` on the worker, then `done(result)` on `io`'s thread. `work` returns a value
-   * (e.g. core::Status); move-only values are fine.
+   * Runs `work()` on the worker, then `done(result)` (or `done()` when `work` returns void) on
+   * `io`'s thread. Move-only results are fine. `io` must outlive the worker; if `io` is stopped
+   * first, `done` is dropped.
    */
   template <class F, class Done>
   void runThenPost(boost::asio::io_context& io, F work, Done done) {
     auto shared = std::make_shared<std::pair<F, Done>>(std::move(work), std::move(done));
     post([&io, shared] {
-      auto result = std::make_shared<decltype(shared->first())>(shared->first());
-      boost::asio::post(io, [shared, result] { shared->second(std::move(*result)); });
+      using R = decltype(shared->first());
+      if constexpr (std::is_void_v<R>) {
+        shared->first();
+        boost::asio::post(io, [shared] { shared->second(); });
+      } else {
+        auto result = std::make_shared<R>(shared->first());
+        boost::asio::post(io, [shared, result] { shared->second(std::move(*result)); });
+      }
     });
   }
 

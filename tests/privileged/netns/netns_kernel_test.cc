@@ -3,6 +3,8 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -12,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/executor_work_guard.hpp>
+
 #include <cstdio>
 #include <random>
 #include <string>
@@ -19,6 +23,7 @@
 #include "netns/applier.h"
 #include "netns/enter.h"
 #include "netns/netlink.h"
+#include "netns/worker.h"
 
 namespace okna::netns {
 namespace {
@@ -158,6 +163,7 @@ TEST_F(NetnsKernel, EnsureCreatesWhatIproute2AndEthtoolSee) {
   EXPECT_TRUE(report.created()) << report.summary(desired_);
 
   EXPECT_TRUE(contains(sh("ip netns list").output, desired_.name));
+  EXPECT_TRUE(contains(sh("findmnt -n -o PROPAGATION /run/netns").output, "shared"));
   const auto inner = innerLink();
   EXPECT_TRUE(contains(inner, "link/ether fa:16:3e:12:34:56")) << inner;
   EXPECT_TRUE(contains(inner, "inet 10.0.0.2/24 brd 10.0.0.255")) << inner;
@@ -345,6 +351,175 @@ TEST_F(NetnsKernel, AdoptsANeutronNamespaceWithOffloadsOffWithZeroOps) {
   auto st = applier_.ensure(desired_, &report);
   ASSERT_TRUE(st.ok()) << st.error().message;
   EXPECT_TRUE(report.unchanged()) << report.summary(desired_);
+}
+
+bool appliedHas(const EnsureReport& r, NsOpKind kind) {
+  for (const auto& op : r.applied) {
+    if (op.kind == kind) return true;
+  }
+  return false;
+}
+
+TEST_F(NetnsKernel, InterruptedCreationIsFinishedByMovingTheInnerEnd) {
+  // Both ends still in the host namespace, as if a creation stopped before the move.
+  ASSERT_EQ(sh("ip netns add " + desired_.name).status, 0);
+  auto r = sh("ip link add " + desired_.hostIface + " type veth peer name " + desired_.innerIface);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EnsureReport report;
+  auto st = applier_.ensure(desired_, &report);
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  EXPECT_TRUE(appliedHas(report, NsOpKind::MoveInner)) << report.summary(desired_);
+  EXPECT_FALSE(appliedHas(report, NsOpKind::CreateVeth)) << report.summary(desired_);
+  EXPECT_NE(sh("ip link show dev " + desired_.innerIface).status, 0);  // no longer in the host
+  EXPECT_TRUE(contains(innerLink(), "inet 169.254.169.254/32"));
+  ASSERT_TRUE(applier_.ensure(desired_, &report).ok());
+  EXPECT_TRUE(report.unchanged()) << report.summary(desired_);
+}
+
+TEST_F(NetnsKernel, ForeignObjectsInTheWayAreReplaced) {
+  // A plain file where the namespace mount belongs, and a veth with the host end's name whose
+  // peer is some other interface.
+  ASSERT_EQ(sh("mkdir -p /run/netns && touch /run/netns/" + desired_.name).status, 0);
+  const std::string otherPeer = "oktnx" + randomHex(8);
+  auto r = sh("ip link add " + desired_.hostIface + " type veth peer name " + otherPeer);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EnsureReport report;
+  auto st = applier_.ensure(desired_, &report);
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  EXPECT_TRUE(report.created());
+  EXPECT_TRUE(appliedHas(report, NsOpKind::DeleteHostIface)) << report.summary(desired_);
+  EXPECT_TRUE(contains(sh("ip -d link show dev " + desired_.hostIface).output, "veth"));
+  EXPECT_NE(sh("ip link show dev " + otherPeer).status, 0);  // went with its veth
+  EXPECT_TRUE(contains(sh("ip netns list").output, desired_.name));
+}
+
+TEST_F(NetnsKernel, DeletedVethIsRecreated) {
+  ASSERT_TRUE(applier_.ensure(desired_).ok());
+  ASSERT_EQ(sh("ip -n " + desired_.name + " link del " + desired_.innerIface).status, 0);
+  EnsureReport report;
+  ASSERT_TRUE(applier_.ensure(desired_, &report).ok());
+  EXPECT_FALSE(report.created());
+  EXPECT_TRUE(appliedHas(report, NsOpKind::CreateVeth)) << report.summary(desired_);
+  EXPECT_TRUE(contains(innerLink(), "link/ether fa:16:3e:12:34:56"));
+}
+
+// The TCP SYN the namespace sends to `ip`:`port`, as a packet socket on the inner end sees it
+// leave (what the next hop, OVS, gets); its checksum verified over the pseudo-header. Returns
+// "valid", "partial" (the checksum is left to an offload) or why no frame was seen.
+std::string synChecksumLeaving(const std::string& ns, const std::string& iface,
+                               const std::string& ip, uint16_t port) {
+  int capture = -1;
+  int client = -1;
+  auto st = runInNamespace(ns, [&]() -> core::Status {
+    // Only ETH_P_ALL sockets see outgoing frames.
+    capture = ::socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, htons(ETH_P_ALL));
+    sockaddr_ll ll{};
+    ll.sll_family = AF_PACKET;
+    ll.sll_protocol = htons(ETH_P_ALL);
+    ll.sll_ifindex = static_cast<int>(if_nametoindex(iface.c_str()));
+    if (capture < 0 || ::bind(capture, reinterpret_cast<sockaddr*>(&ll), sizeof(ll)) != 0) {
+      return core::makeError("packet socket", errno);
+    }
+    client = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(port);
+    inet_pton(AF_INET, ip.c_str(), &to.sin_addr);
+    ::connect(client, reinterpret_cast<sockaddr*>(&to), sizeof(to));  // EINPROGRESS
+    return {};
+  });
+  std::string verdict = st.ok() ? "no SYN seen" : st.error().message;
+  uint8_t buf[2048];
+  pollfd p{capture, POLLIN, 0};
+  while (st.ok() && ::poll(&p, 1, 5000) == 1) {
+    sockaddr_ll from{};
+    socklen_t fromLen = sizeof(from);
+    const ssize_t n =
+        ::recvfrom(capture, buf, sizeof(buf), 0, reinterpret_cast<sockaddr*>(&from), &fromLen);
+    if (n < 40 || from.sll_pkttype != PACKET_OUTGOING || from.sll_protocol != htons(ETH_P_IP) ||
+        buf[9] != IPPROTO_TCP) {
+      continue;
+    }
+    const size_t ihl = (buf[0] & 0x0fU) * 4U;
+    const size_t total = (static_cast<size_t>(buf[2]) << 8) | buf[3];
+    const uint8_t* tcp = buf + ihl;
+    if (((tcp[2] << 8) | tcp[3]) != port || (tcp[13] & 0x02) == 0) continue;
+    // Ones' complement sum of the pseudo-header and the segment: 0xffff when the checksum is full.
+    uint32_t sum = 0;
+    const auto add = [&sum](const uint8_t* d, size_t len) {
+      for (size_t i = 0; i + 1 < len; i += 2) sum += static_cast<uint32_t>((d[i] << 8) | d[i + 1]);
+      if (len % 2 != 0) sum += static_cast<uint32_t>(d[len - 1] << 8);
+    };
+    const size_t tcpLen = total - ihl;
+    add(buf + 12, 8);  // source and destination addresses
+    sum += IPPROTO_TCP + static_cast<uint32_t>(tcpLen);
+    add(tcp, tcpLen);
+    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    verdict = sum == 0xffff ? "valid" : "partial";
+    break;
+  }
+  if (capture >= 0) ::close(capture);
+  if (client >= 0) ::close(client);
+  return verdict;
+}
+
+TEST_F(NetnsKernel, TcpLeavesTheNamespaceWithFullChecksums) {
+  ASSERT_TRUE(applier_.ensure(desired_).ok());
+  // A neighbour that does not exist, with a MAC that is not the host end's: the host drops the
+  // frames (not for it), the packet socket inside still sees them leave.
+  const std::string ns = desired_.name;
+  auto r =
+      sh("ip -n " + ns + " neigh add 10.0.0.5 lladdr 02:00:00:00:00:05 dev " + desired_.innerIface);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(synChecksumLeaving(ns, desired_.innerIface, "10.0.0.5", 40001), "valid");
+
+  // The control: with tx checksumming back on, the kernel leaves the checksum to the "device".
+  r = sh("ip netns exec " + ns + " ethtool -K " + desired_.innerIface + " tx on");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(synChecksumLeaving(ns, desired_.innerIface, "10.0.0.5", 40002), "partial");
+
+  EnsureReport report;
+  ASSERT_TRUE(applier_.ensure(desired_, &report).ok());
+  EXPECT_EQ(report.applied, (std::vector<NsOp>{{NsOpKind::DisableOffloads, "", false}}))
+      << report.summary(desired_);
+  EXPECT_EQ(synChecksumLeaving(ns, desired_.innerIface, "10.0.0.5", 40003), "valid");
+}
+
+TEST_F(NetnsKernel, WorkerRunsEnsureAndListenerOffTheLoop) {
+  // As the agent uses it: the loop thread posts, the worker enters namespaces, results come back.
+  core::HealthRegistry health;
+  Worker worker(&health);
+  boost::asio::io_context io;
+  auto guard = boost::asio::make_work_guard(io);
+  const ino_t hostNs = ownNamespaceInode();
+  struct Outcome {
+    core::Status ensured;
+    core::Result<int> listener = core::makeError("not run");
+    ino_t workerNsAfter = 0;
+  };
+  Outcome got;
+  worker.runThenPost(
+      io,
+      [&] {
+        Outcome o;
+        o.ensured = applier_.ensure(desired_);
+        o.listener = openListener(desired_.name, "169.254.169.254", 0, 16, true);
+        o.workerNsAfter = ownNamespaceInode();
+        return o;
+      },
+      [&](Outcome o) {
+        got = std::move(o);
+        guard.reset();
+      });
+  io.run();
+  ASSERT_TRUE(got.ensured.ok()) << got.ensured.error().message;
+  ASSERT_TRUE(got.listener.ok()) << got.listener.error().message;
+  keep(*got.listener);
+  EXPECT_EQ(got.workerNsAfter, hostNs);
+  EXPECT_EQ(ownNamespaceInode(), hostNs);
+  EXPECT_TRUE(health.live());
+  ASSERT_EQ(connectFrom(desired_.name, "169.254.169.254", portOf(*got.listener)), 0);
+  EXPECT_TRUE(acceptOne(*got.listener));
 }
 
 TEST_F(NetnsKernel, DisableOffloadsWorksOnAnyInterfaceInAnyNamespace) {

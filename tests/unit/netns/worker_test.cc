@@ -72,6 +72,22 @@ TEST(Worker, RunThenPostCarriesMoveOnlyResults) {
   EXPECT_EQ(value, 42);
 }
 
+TEST(Worker, RunThenPostWithoutAResult) {
+  Worker worker(nullptr);
+  boost::asio::io_context io;
+  auto guard = boost::asio::make_work_guard(io);
+  bool worked = false;
+  bool done = false;
+  worker.runThenPost(
+      io, [&] { worked = true; },
+      [&] {
+        done = worked;
+        guard.reset();
+      });
+  io.run();
+  EXPECT_TRUE(done);
+}
+
 TEST(Worker, BeatsItsHeartbeat) {
   core::HealthRegistry health;
   Worker worker(&health, "netns-worker", std::chrono::seconds(5));
