@@ -31,6 +31,11 @@ Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& 
   if (config_.ovs.enabled)
     chassis_ =
         std::make_unique<ovsdb::ChassisReconciler>(io_, config_.ovs, metrics_, health_, &events_);
+  if (chassis_ && config_.metadata.enabled) {
+    metadata_ =
+        std::make_unique<MetadataService>(io_, http, config_.metadata, *chassis_, metrics_, health_);
+    chassis_->setSnapshotListener([this](const ovsdb::Snapshot& s) { metadata_->onSnapshot(s); });
+  }
   const auto informerConfig = [&](std::string resource, std::string path, std::string selector) {
     k8s::InformerConfig c;
     c.resource = std::move(resource);
@@ -104,6 +109,7 @@ void Agent::stop() {
   placement_->stop();
   healthServer_.stop();
   heartbeat_.cancel();
+  if (metadata_) metadata_->stop();
   if (chassis_) chassis_->stop();
 }
 
@@ -180,6 +186,7 @@ void Agent::replan(const char* trigger) {
   if (inputs.pods) placement_->setActive(plan_->placement.has_value());
   if (inputs.pods) placement_->update(*node_, *inputs.pods, true);
   if (chassis_) chassis_->update(*node_, plan_->roles.roles);
+  if (metadata_) metadata_->setActive(plan_->roles.roles.count("compute") > 0);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   metrics_

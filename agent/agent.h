@@ -13,6 +13,7 @@
 
 #include "agent/config.h"
 #include "agent/health_server.h"
+#include "agent/metadata_service.h"
 #include "agent/plan.h"
 #include "core/health.h"
 #include "core/http_client.h"
@@ -64,6 +65,8 @@ class Agent {
   k8s::EventRecorder events_;
   // The OVN chassis configuration; null unless config.ovs.enabled.
   std::unique_ptr<ovsdb::ChassisReconciler> chassis_;
+  // The metadata service; null unless config.ovs.enabled and config.metadata.enabled.
+  std::unique_ptr<MetadataService> metadata_;
   boost::asio::steady_timer heartbeat_;
   std::optional<k8s::NodeInfo> node_;
   std::map<std::string, k8s::PodInfo> pods_;

@@ -121,7 +121,8 @@ core::LogConfig parseLogging(const YamlField& f) {
 AgentConfig parseRoot(const YamlField& root) {
   AgentConfig c;
   if (!root.path().empty()) root.fail("internal: not a root");
-  root.expectKeys({"nodeName", "kubernetes", "nodeRoles", "health", "logging", "placement", "ovs"});
+  root.expectKeys({"nodeName", "kubernetes", "nodeRoles", "health", "logging", "placement", "ovs",
+                   "metadata"});
   if (auto v = root.get("nodeName")) c.nodeName = v->asString();
   if (auto v = root.get("kubernetes")) c.kubernetes = parseKubernetes(*v);
   if (auto v = root.get("nodeRoles")) c.nodeRoles = parseRoles(*v);
@@ -136,6 +137,7 @@ AgentConfig parseRoot(const YamlField& root) {
   if (auto v = root.get("logging")) c.logging = parseLogging(*v);
   if (auto v = root.get("placement")) c.placement = placement::parsePlacementConfig(*v);
   if (auto v = root.get("ovs")) c.ovs = ovsdb::parseOvsConfig(*v);
+  if (auto v = root.get("metadata")) c.metadata = metadata::parseMetadataConfig(*v);
   return c;
 }
 

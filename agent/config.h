@@ -9,6 +9,7 @@
 #include "core/backoff.h"
 #include "core/logging.h"
 #include "core/result.h"
+#include "metadata/config.h"
 #include "ovsdb/config.h"
 #include "placement/config.h"
 
@@ -41,6 +42,8 @@ struct AgentConfig {
   placement::PlacementConfig placement;
   // OVN chassis configuration in the local OVSDB (section `ovs:`; off unless present or --ovsdb).
   ovsdb::OvsConfig ovs;
+  // The 169.254.169.254 service (section `metadata:`): with the compute role and `ovs:`.
+  metadata::MetadataConfig metadata;
 };
 
 /** Parses and validates a config document; errors name file, line, key and reason. */

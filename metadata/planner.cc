@@ -139,7 +139,7 @@ MetadataPlan planMetadata(const ovsdb::SbMetadataView& view, bool ipv6) {
     const auto tokens = splitSpaces(p.mac0);
     if (tokens.empty()) continue;
     auto& byKey = plan.index[net->second];
-    const IndexedPort ref{p.logicalPort, p.deviceId, p.projectId};
+    const IndexedPort ref{p.logicalPort, p.deviceId, p.projectId, p.uuid};
     for (std::size_t i = 1; i < tokens.size(); ++i) byKey[tokens[i]].push_back(ref);
     // IPv6 metadata: the client's address is its link-local one, derived from the MAC.
     if (isMac(tokens[0])) byKey[macIndexKey(tokens[0])].push_back(ref);

@@ -46,6 +46,8 @@ struct IndexedPort {
   std::string logicalPort;
   std::string deviceId;
   std::string projectId;
+  // The Port_Binding row (Neutron logs these when an IP matches several ports).
+  std::string uuid;
   bool operator==(const IndexedPort&) const = default;
 };
 

@@ -1,0 +1,99 @@
+#include "agent/metadata_service.h"
+
+#include "ovsdb/chassis_reconciler.h"
+
+namespace okna::agent {
+
+namespace {
+
+metadata::ReconcilerOptions optionsFrom(const metadata::MetadataConfig& config) {
+  metadata::ReconcilerOptions o;
+  o.ipv6 = config.ipv6;
+  return o;
+}
+
+}  // namespace
+
+MetadataService::MetadataService(boost::asio::io_context& io, core::HttpClient& http,
+                                 const metadata::MetadataConfig& config,
+                                 ovsdb::ChassisReconciler& chassis, core::MetricsRegistry& metrics,
+                                 core::HealthRegistry& health)
+    : config_(config),
+      applier_(netlink_),
+      worker_(&health),
+      server_(io, http, config_, *this, metrics),
+      reconciler_(
+          io, optionsFrom(config_), *this,
+          [this](std::function<void()> job) { worker_.post(std::move(job)); }, *this,
+          [&chassis](const ovsdb::DesiredMetadataOvs& d) { chassis.submitMetadata(d); }, metrics,
+          health) {}
+
+MetadataService::~MetadataService() {
+  stop();
+}
+
+void MetadataService::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  reconciler_.stop();
+  worker_.stop();
+  // Listeners close with the process; namespaces, veths and OVS ports stay for the next one.
+  server_.stop();
+}
+
+void MetadataService::onSnapshot(const ovsdb::Snapshot& snapshot) {
+  if (stopped_) return;
+  const auto it = snapshot.ovs.externalIds.find("ovn-bridge");
+  const std::string bridge = it == snapshot.ovs.externalIds.end() ? "br-int" : it->second;
+  std::set<std::string> ports;
+  if (const auto b = snapshot.ovs.bridges.find(bridge); b != snapshot.ovs.bridges.end())
+    ports.insert(b->second.ports.begin(), b->second.ports.end());
+  reconciler_.update(snapshot.sb.metadata, bridge, ports);
+}
+
+core::Result<metadata::Plumbing::Ensured> MetadataService::ensure(
+    const metadata::NetworkPlan& network) {
+  auto desired = netns::metadataNamespaceFor(network.networkId, network.mac, network.addresses);
+  if (!desired) return desired.error();
+  netns::EnsureReport report;
+  if (auto s = applier_.ensure(*desired, &report); !s) return s.error();
+  Ensured e;
+  e.namespaceCreated = report.created();
+  if (!report.unchanged()) e.changes = report.summary(*desired);
+  return e;
+}
+
+core::Status MetadataService::remove(const std::string& namespaceName) {
+  return applier_.remove(namespaceName);
+}
+
+core::Result<std::vector<std::string>> MetadataService::list() {
+  return applier_.listMetadataNamespaces();
+}
+
+core::Result<int> MetadataService::listen(const metadata::NetworkPlan& network,
+                                          const std::string& address, int port) {
+  // SO_REUSEPORT: a restarted agent binds while the old process still serves.
+  return netns::openListener(network.namespaceName, address, static_cast<uint16_t>(port), 1024,
+                             true);
+}
+
+core::Status MetadataService::addListener(const std::string& networkId, int fd) {
+  return server_.addListener(networkId, fd);
+}
+
+void MetadataService::removeNetwork(const std::string& networkId) {
+  server_.removeNetwork(networkId);
+}
+
+metadata::LookupResult MetadataService::lookup(const std::string& networkId,
+                                               const std::string& clientIp) const {
+  const auto ports = reconciler_.lookup(networkId, clientIp);
+  metadata::LookupResult r;
+  r.matches = static_cast<int>(ports.size());
+  if (ports.size() == 1) r.port = {ports[0].logicalPort, ports[0].deviceId, ports[0].projectId};
+  for (const auto& p : ports) r.portUuids += (r.portUuids.empty() ? "" : ", ") + p.uuid;
+  return r;
+}
+
+}  // namespace okna::agent
