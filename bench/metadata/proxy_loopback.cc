@@ -2,7 +2,7 @@
 // client is the same instance), Nova at 127.0.0.1:<nova>, on ONE event-loop thread like the
 // agent. Runs until SIGINT/SIGTERM. See proxy_loopback.sh and RESULTS-proxy.md.
 //
-//   okna_metadata_proxy_bench <listen-port> <nova-port> [secret-file]
+//   okna_metadata_proxy_bench <listen-port> <nova-port> [secret-file] [curl|beast]
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -13,8 +13,10 @@
 #include <boost/asio/signal_set.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 
+#include "core/beast_http_client.h"
 #include "core/curl_http_client.h"
 #include "core/logging.h"
 #include "core/metrics.h"
@@ -51,14 +53,20 @@ int listenOn(int port) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s <listen-port> <nova-port> [secret-file]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s <listen-port> <nova-port> [secret-file] [curl|beast]\n",
+                 argv[0]);
     return 2;
   }
   okna::core::LogConfig logConfig;
   logConfig.level = "warn";
   (void)okna::core::setupLogging(logConfig);
   boost::asio::io_context io;
-  okna::core::CurlHttpClient http(io, "openkeel-node-agent/bench");
+  std::unique_ptr<okna::core::HttpClient> http;
+  if (argc > 4 && std::string(argv[4]) == "beast") {
+    http = std::make_unique<okna::core::BeastHttpClient>(io, "openkeel-node-agent/bench");
+  } else {
+    http = std::make_unique<okna::core::CurlHttpClient>(io, "openkeel-node-agent/bench");
+  }
   okna::core::MetricsRegistry metrics;
   okna::metadata::MetadataConfig config;
   config.nova.port = std::atoi(argv[2]);
@@ -66,7 +74,7 @@ int main(int argc, char** argv) {
   config.limits.maxConnectionsPerNamespace = 1024;
   config.limits.maxInFlightPerNamespace = 1024;
   EveryoneIsOneVm lookup;
-  okna::metadata::MetadataServer server(io, http, config, lookup, metrics);
+  okna::metadata::MetadataServer server(io, *http, config, lookup, metrics);
   if (auto s = server.addListener("bench-network", listenOn(std::atoi(argv[1]))); !s.ok()) {
     std::fprintf(stderr, "%s\n", s.error().message.c_str());
     return 1;

@@ -16,7 +16,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
-nova_port=18775 nginx_proxy_port=18080 okna_port=18081
+nova_port=18775 nginx_proxy_port=18080 okna_port=18081 okna_beast_port=18082
 mkdir -p "$work/html/openstack/latest" "$work/logs"
 printf '{"uuid": "4b1a0cc0-7c2d-4e6a-9a9b-1a2b3c4d5e6f", "name": "vm-1", "project_id": "project"}' \
   > "$work/html/openstack/latest/meta_data.json"
@@ -59,8 +59,9 @@ http {
 CONF
 nginx -p "$work" -c "$work/backend.conf" & pids+=($!)
 nginx -p "$work" -c "$work/proxy.conf" & pids+=($!)
-"$bin" "$okna_port" "$nova_port" "$work/secret" > "$work/okna.log" 2>&1 & okna_pid=$!; pids+=($okna_pid)
-for port in $nova_port $nginx_proxy_port $okna_port; do
+"$bin" "$okna_port" "$nova_port" "$work/secret" curl > "$work/okna.log" 2>&1 & okna_pid=$!; pids+=($okna_pid)
+"$bin" "$okna_beast_port" "$nova_port" "$work/secret" beast > "$work/okna-beast.log" 2>&1 & beast_pid=$!; pids+=($beast_pid)
+for port in $nova_port $nginx_proxy_port $okna_port $okna_beast_port; do
   for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$port/openstack/latest/meta_data.json" && break; sleep 0.1; done
 done
 curl -sf "http://127.0.0.1:$okna_port/openstack/latest/meta_data.json" >/dev/null || { cat "$work"/logs/* "$work/okna.log"; exit 1; }
@@ -76,6 +77,9 @@ echo "machine: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); ${secs}s pe
 for c in 1 16; do
   run "backend (nginx static)" $nova_port "$c"
   run "nginx reverse proxy" $nginx_proxy_port "$c"
-  run "okna metadata proxy" $okna_port "$c"
+  run "okna proxy (curl)" $okna_port "$c"
+  run "okna proxy (beast)" $okna_beast_port "$c"
 done
-echo "okna proxy threads: $(ls /proc/$okna_pid/task | wc -l), RSS: $(awk '/VmRSS/ {print $2, $3}' /proc/$okna_pid/status)"
+for p in $okna_pid $beast_pid; do
+  echo "okna proxy pid $p threads: $(ls /proc/$p/task | wc -l), RSS: $(awk '/VmRSS/ {print $2, $3}' /proc/$p/status)"
+done
