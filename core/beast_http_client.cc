@@ -87,9 +87,36 @@ struct Connection {
   beast::flat_buffer buffer;
 };
 
+/** A transfer the state's sweep can time out. */
+struct Deadlined : HttpRequestHandle {
+  virtual void expireIfDue(std::chrono::steady_clock::time_point now) = 0;
+};
+
 struct BeastHttpClient::State : std::enable_shared_from_this<BeastHttpClient::State> {
   State(asio::io_context& ioContext, std::string agent, std::size_t maxIdle)
-      : io(ioContext), resolver(ioContext), userAgent(std::move(agent)), maxIdlePerHost(maxIdle) {}
+      : io(ioContext),
+        resolver(ioContext),
+        sweepTimer(ioContext),
+        userAgent(std::move(agent)),
+        maxIdlePerHost(maxIdle) {}
+
+  // One timer checks every transfer's total timeout (50 ms granularity) instead of one timer
+  // armed and cancelled per request; it runs only while transfers are in flight.
+  void ensureSweep() {
+    if (sweeping || closed || live.empty()) return;
+    sweeping = true;
+    sweepTimer.expires_after(std::chrono::milliseconds(50));
+    sweepTimer.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+      auto self = weak.lock();
+      if (!self) return;
+      self->sweeping = false;
+      if (ec || self->closed) return;
+      const auto now = std::chrono::steady_clock::now();
+      const std::vector<Deadlined*> all(self->live.begin(), self->live.end());
+      for (Deadlined* t : all) t->expireIfDue(now);
+      self->ensureSweep();
+    });
+  }
 
   std::unique_ptr<Connection> takeIdle(const std::string& key) {
     auto it = idle.find(key);
@@ -97,8 +124,7 @@ struct BeastHttpClient::State : std::enable_shared_from_this<BeastHttpClient::St
       auto c = std::move(it->second.back());
       it->second.pop_back();
       // A peer that closed an idle connection left it readable (EOF): skip it.
-      boost::system::error_code ec;
-      if (c->socket.is_open() && c->socket.available(ec) == 0 && !ec) {
+      if (c->socket.is_open()) {
         char probe;
         const ssize_t n = ::recv(c->socket.native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return c;
@@ -115,31 +141,36 @@ struct BeastHttpClient::State : std::enable_shared_from_this<BeastHttpClient::St
 
   asio::io_context& io;
   tcp::resolver resolver;
+  asio::steady_timer sweepTimer;
+  bool sweeping = false;
   std::string userAgent;
   std::size_t maxIdlePerHost;
   std::unordered_map<std::string, std::vector<std::unique_ptr<Connection>>> idle;
   // Transfers started and not finished: cancelled when the client goes away.
-  std::unordered_set<HttpRequestHandle*> live;
+  std::unordered_set<Deadlined*> live;
   bool closed = false;
 };
 
 namespace {
 
-class Transfer final : public HttpRequestHandle, public std::enable_shared_from_this<Transfer> {
+class Transfer final : public Deadlined, public std::enable_shared_from_this<Transfer> {
  public:
   Transfer(std::shared_ptr<BeastHttpClient::State> state, HttpRequest request,
            HttpCallbacks callbacks)
-      : state_(std::move(state)),
-        request_(std::move(request)),
-        callbacks_(std::move(callbacks)),
-        timer_(state_->io) {}
+      : state_(std::move(state)), request_(std::move(request)), callbacks_(std::move(callbacks)) {}
+
+  // Deadlined
+  void expireIfDue(std::chrono::steady_clock::time_point now) override {
+    if (done_ || now < deadline_) return;
+    timedOut_ = true;
+    dropConnection();  // the pending operation completes with an error
+  }
 
   // HttpRequestHandle
   void cancel() override {
     if (done_) return;
     done_ = true;
     state_->live.erase(this);
-    timer_.cancel();
     if (connectTimer_) connectTimer_->cancel();
     dropConnection();
   }
@@ -149,19 +180,19 @@ class Transfer final : public HttpRequestHandle, public std::enable_shared_from_
     std::string error;
     int code = 0;
     auto url = parseHttpUrl(request_.url, error, code);
-    if (!url) return fail(request_.method + " " + request_.url + ": " + error, code);
+    if (!url) {
+      // Never call back inside send(): fail from the loop.
+      return asio::post(state_->io, [self = shared_from_this(), error, code] {
+        self->fail(self->request_.method + " " + self->request_.url + ": " + error, code);
+      });
+    }
     url_ = std::move(*url);
     key_ = url_.host + " " + url_.port;
     state_->live.insert(this);
     started_ = std::chrono::steady_clock::now();
-    if (request_.totalTimeout.count() > 0) {
-      timer_.expires_at(started_ + request_.totalTimeout);
-      timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-        if (ec || self->done_) return;
-        self->timedOut_ = true;
-        self->dropConnection();  // the pending operation completes with an error
-      });
-    }
+    deadline_ = request_.totalTimeout.count() > 0 ? started_ + request_.totalTimeout
+                                                  : std::chrono::steady_clock::time_point::max();
+    state_->ensureSweep();
     buildMessage();
     conn_ = state_->takeIdle(key_);
     if (conn_) {
@@ -283,7 +314,6 @@ class Transfer final : public HttpRequestHandle, public std::enable_shared_from_
   void finish() {
     done_ = true;
     state_->live.erase(this);
-    timer_.cancel();
     auto& res = parser_->get();
     HttpResponse response;
     response.status = static_cast<long>(res.result_int());
@@ -325,7 +355,6 @@ class Transfer final : public HttpRequestHandle, public std::enable_shared_from_
     if (done_) return;
     done_ = true;
     state_->live.erase(this);
-    timer_.cancel();
     if (connectTimer_) connectTimer_->cancel();
     dropConnection();
     auto onDone = std::move(callbacks_.onDone);
@@ -343,7 +372,7 @@ class Transfer final : public HttpRequestHandle, public std::enable_shared_from_
   std::shared_ptr<BeastHttpClient::State> state_;
   HttpRequest request_;
   HttpCallbacks callbacks_;
-  asio::steady_timer timer_;
+  std::chrono::steady_clock::time_point deadline_{};
   std::optional<asio::steady_timer> connectTimer_;
   ParsedUrl url_;
   std::string key_;
@@ -368,20 +397,18 @@ BeastHttpClient::BeastHttpClient(asio::io_context& io, std::string userAgent,
 
 BeastHttpClient::~BeastHttpClient() {
   state_->closed = true;
-  const std::vector<HttpRequestHandle*> live(state_->live.begin(), state_->live.end());
-  for (HttpRequestHandle* t : live) t->cancel();
+  state_->sweepTimer.cancel();
+  const std::vector<Deadlined*> live(state_->live.begin(), state_->live.end());
+  for (Deadlined* t : live) t->cancel();
   state_->idle.clear();
   state_->resolver.cancel();
 }
 
 HttpRequestHandlePtr BeastHttpClient::send(HttpRequest request, HttpCallbacks callbacks) {
   auto t = std::make_shared<Transfer>(state_, std::move(request), std::move(callbacks));
-  // Never call back inside send().
-  asio::post(state_->io, [t, weak = std::weak_ptr<State>(state_)] {
-    auto state = weak.lock();
-    if (!state || state->closed) return;
-    t->start();
-  });
+  // Started at once (saves a loop turn per request): Asio never completes an operation inside
+  // its initiating call, and start() posts its own failures, so no callback runs inside send().
+  if (!state_->closed) t->start();
   return t;
 }
 
