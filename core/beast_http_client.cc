@@ -25,6 +25,8 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = boost::beast::http;
 using tcp = asio::ip::tcp;
+// The io_context's concrete executor: no type-erased executor copies per operation.
+using Socket = asio::basic_stream_socket<tcp, asio::io_context::executor_type>;
 
 namespace {
 
@@ -82,8 +84,8 @@ std::string lower(std::string_view s) {
 }  // namespace
 
 struct Connection {
-  explicit Connection(asio::io_context& io) : socket(io) {}
-  tcp::socket socket;
+  explicit Connection(asio::io_context& io) : socket(io.get_executor()) {}
+  Socket socket;
   beast::flat_buffer buffer;
 };
 
