@@ -132,6 +132,10 @@ CurlHttpClient::CurlHttpClient(asio::io_context& io, std::string userAgent)
   curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
   curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, &CurlHttpClient::onTimer);
   curl_multi_setopt(multi_, CURLMOPT_TIMERDATA, this);
+  // curl's default cache is 4x the handles in flight: when a burst ends it closes connections
+  // that the next burst reopens. Keep-alive peers (Nova behind the metadata proxy, the API
+  // server) are few; keep their connections.
+  curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, 256L);
 }
 
 CurlHttpClient::~CurlHttpClient() {
@@ -145,7 +149,27 @@ CurlHttpClient::~CurlHttpClient() {
   // Sockets still known belong to connections in curl's cache; curl closes them in cleanup.
   for (auto& [fd, s] : sockets_) s->sd.release();
   sockets_.clear();
+  for (CURL* e : idleEasy_) curl_easy_cleanup(e);
+  idleEasy_.clear();
   curl_multi_cleanup(multi_);
+}
+
+CURL* CurlHttpClient::takeEasy() {
+  if (idleEasy_.empty()) return curl_easy_init();
+  CURL* e = idleEasy_.back();
+  idleEasy_.pop_back();
+  return e;
+}
+
+void CurlHttpClient::recycleEasy(CURL* easy) {
+  constexpr std::size_t kMaxIdle = 64;
+  if (idleEasy_.size() >= kMaxIdle) {
+    curl_easy_cleanup(easy);
+    return;
+  }
+  // Back to a fresh handle's options; curl keeps its buffers (and the multi keeps connections).
+  curl_easy_reset(easy);
+  idleEasy_.push_back(easy);
 }
 
 HttpRequestHandlePtr CurlHttpClient::send(HttpRequest request, HttpCallbacks callbacks) {
@@ -156,7 +180,7 @@ HttpRequestHandlePtr CurlHttpClient::send(HttpRequest request, HttpCallbacks cal
   t->callbacks = std::move(callbacks);
   const HttpRequest& r = t->request;
 
-  CURL* e = curl_easy_init();
+  CURL* e = takeEasy();
   t->easy = e;
   curl_easy_setopt(e, CURLOPT_URL, r.url.c_str());
   curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
@@ -238,7 +262,7 @@ void CurlHttpClient::remove(const std::shared_ptr<Transfer>& t) {
   auto it = transfers_.find(t->easy);
   if (t->easy == nullptr || it == transfers_.end()) return;
   curl_multi_remove_handle(multi_, t->easy);
-  curl_easy_cleanup(t->easy);
+  recycleEasy(t->easy);
   curl_slist_free_all(t->headerList);
   t->headerList = nullptr;
   transfers_.erase(it);
@@ -311,16 +335,50 @@ void CurlHttpClient::socketAction(curl_socket_t fd, int events) {
 
 int CurlHttpClient::onTimer(CURLM*, long timeoutMs, void* self) {
   auto* c = static_cast<CurlHttpClient*>(self);
-  c->timer_.cancel();
-  if (timeoutMs < 0) return 0;
-  c->timer_.expires_after(std::chrono::milliseconds(timeoutMs));
-  c->timer_.async_wait(
-      [c, alive = std::weak_ptr<bool>(c->alive_)](const boost::system::error_code& ec) {
-        if (ec || !alive.lock()) return;
-        c->socketAction(CURL_SOCKET_TIMEOUT, 0);
-        // Sockets whose state changed during the timeout action get re-armed by onSocket.
+  if (timeoutMs < 0) {
+    // Deleted: a pending Asio wait may still fire; it finds no deadline and does nothing.
+    c->curlDeadline_.reset();
+    return 0;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  c->curlDeadline_ = now + std::chrono::milliseconds(timeoutMs);
+  if (timeoutMs == 0) {
+    // "As soon as possible": from the loop, never from inside this callback.
+    if (!c->duePosted_) {
+      c->duePosted_ = true;
+      asio::post(c->io_, [c, alive = std::weak_ptr<bool>(c->alive_)] {
+        if (!alive.lock()) return;
+        c->duePosted_ = false;
+        c->onTimerDue();
       });
+    }
+    return 0;
+  }
+  if (!c->timerExpiry_ || *c->curlDeadline_ < *c->timerExpiry_) c->armTimer(*c->curlDeadline_);
   return 0;
+}
+
+void CurlHttpClient::armTimer(std::chrono::steady_clock::time_point at) {
+  timerExpiry_ = at;
+  timer_.expires_at(at);  // cancels a pending wait (its handler sees operation_aborted)
+  timer_.async_wait(
+      [this, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
+        if (ec || !alive.lock()) return;
+        timerExpiry_.reset();
+        onTimerDue();
+      });
+}
+
+void CurlHttpClient::onTimerDue() {
+  if (!curlDeadline_) return;
+  if (std::chrono::steady_clock::now() < *curlDeadline_) {
+    // Woken early (the deadline moved later since the timer was set): wait for the real one.
+    if (!timerExpiry_ || *curlDeadline_ < *timerExpiry_) armTimer(*curlDeadline_);
+    return;
+  }
+  curlDeadline_.reset();
+  socketAction(CURL_SOCKET_TIMEOUT, 0);
+  // Sockets whose state changed during the timeout action get re-armed by onSocket.
 }
 
 void CurlHttpClient::drainCompleted() {

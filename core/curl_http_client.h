@@ -6,9 +6,12 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "core/http_client.h"
 
@@ -40,10 +43,24 @@ class CurlHttpClient final : public HttpClient {
   void remove(const std::shared_ptr<Transfer>& transfer);
   void forgetSocket(curl_socket_t fd);
 
+  void armTimer(std::chrono::steady_clock::time_point at);
+  void onTimerDue();
+  CURL* takeEasy();
+  void recycleEasy(CURL* easy);
+
   boost::asio::io_context& io_;
   std::string userAgent_;
   CURLM* multi_;
   boost::asio::steady_timer timer_;
+  // curl's single timer, kept lazily: a later deadline is only recorded (the Asio timer fires
+  // early and re-arms), an earlier one re-arms, 0 is a post. Re-arming on every call cost a
+  // timerfd_settime syscall per call, several per request.
+  std::optional<std::chrono::steady_clock::time_point> curlDeadline_;
+  std::optional<std::chrono::steady_clock::time_point> timerExpiry_;
+  bool duePosted_ = false;
+  // Easy handles of finished transfers, reset and reused (curl_easy_init per request showed in
+  // profiles of the metadata proxy).
+  std::vector<CURL*> idleEasy_;
   std::unordered_map<curl_socket_t, std::shared_ptr<Socket>> sockets_;
   std::unordered_map<CURL*, std::shared_ptr<Transfer>> transfers_;
   // Guards callbacks that outlive the client (posted handlers).

@@ -35,7 +35,8 @@ struct TlsOptions {
 struct HttpRequest {
   std::string method = "GET";
   std::string url;
-  // Request headers as sent ("Name: value" pairs; names as given).
+  // Request headers as sent ("Name: value" pairs; names as given). An empty value removes a
+  // header the client would add by itself (curl: Content-Type on a POST, Accept, ...).
   std::map<std::string, std::string> headers;
   std::string body;
   TlsOptions tls;

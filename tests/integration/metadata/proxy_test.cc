@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "core/beast_http_client.h"
 #include "core/curl_http_client.h"
 #include "core/metrics.h"
 #include "metadata/config.h"
@@ -48,7 +50,9 @@ int startFixture(std::unique_ptr<okna::testing::Process>& process, std::vector<s
   return port;
 }
 
-class ProxyIntegrationTest : public ::testing::Test {
+// Every case runs with both outbound clients: "curl" (CurlHttpClient, any URL) and "beast"
+// (BeastHttpClient, the plain-http fast path for Nova).
+class ProxyIntegrationTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
@@ -72,7 +76,11 @@ class ProxyIntegrationTest : public ::testing::Test {
   }
   void startServer() {
     loop_.run([&] {
-      http_ = std::make_unique<core::CurlHttpClient>(loop_.io(), "openkeel-node-agent/test");
+      if (GetParam() == "beast") {
+        http_ = std::make_unique<core::BeastHttpClient>(loop_.io(), "openkeel-node-agent/test");
+      } else {
+        http_ = std::make_unique<core::CurlHttpClient>(loop_.io(), "openkeel-node-agent/test");
+      }
       server_ = std::make_unique<MetadataServer>(loop_.io(), *http_, config_, lookup_, metrics_);
     });
     auto [fd, port] = okna::testing::listenOnLoopback();
@@ -112,7 +120,7 @@ class ProxyIntegrationTest : public ::testing::Test {
   std::unique_ptr<okna::testing::Process> nova_;
   int novaPort_ = 0;
   okna::testing::LoopThread loop_;
-  std::unique_ptr<core::CurlHttpClient> http_;
+  std::unique_ptr<core::HttpClient> http_;
   core::MetricsRegistry metrics_;
   MetadataConfig config_;
   StaticLookup lookup_;
@@ -120,7 +128,7 @@ class ProxyIntegrationTest : public ::testing::Test {
   int port_ = 0;
 };
 
-TEST_F(ProxyIntegrationTest, InstanceDataThroughTheSignatureCheck) {
+TEST_P(ProxyIntegrationTest, InstanceDataThroughTheSignatureCheck) {
   startFakeNova();
   startServer();
   auto r = get("/openstack/latest/meta_data.json?a=b");
@@ -133,7 +141,7 @@ TEST_F(ProxyIntegrationTest, InstanceDataThroughTheSignatureCheck) {
   EXPECT_EQ(body["query"], "a=b");
 }
 
-TEST_F(ProxyIntegrationTest, ForgedHeadersChangeNothing) {
+TEST_P(ProxyIntegrationTest, ForgedHeadersChangeNothing) {
   startFakeNova();
   startServer();
   auto r = get("/_debug/headers",
@@ -166,7 +174,7 @@ TEST_F(ProxyIntegrationTest, ForgedHeadersChangeNothing) {
   EXPECT_EQ(seen, expected);
 }
 
-TEST_F(ProxyIntegrationTest, PostBodyArrivesWithoutContentType) {
+TEST_P(ProxyIntegrationTest, PostBodyArrivesWithoutContentType) {
   startFakeNova();
   startServer();
   RawClient c(port_);
@@ -193,7 +201,7 @@ TEST_F(ProxyIntegrationTest, PostBodyArrivesWithoutContentType) {
   EXPECT_EQ(nlohmann::json::parse(r->body)["received"], "passw0rd");
 }
 
-TEST_F(ProxyIntegrationTest, UnknownOrAmbiguousClientIs404AndNovaIsNotAsked) {
+TEST_P(ProxyIntegrationTest, UnknownOrAmbiguousClientIs404AndNovaIsNotAsked) {
   startFakeNova();
   lookup_.set(kNet, "127.0.0.1", LookupResult{0, {}, ""});
   startServer();
@@ -207,7 +215,7 @@ TEST_F(ProxyIntegrationTest, UnknownOrAmbiguousClientIs404AndNovaIsNotAsked) {
   EXPECT_EQ(control("GET", "/_control/stats")["requests"], 0);
 }
 
-TEST_F(ProxyIntegrationTest, NovaStatusesMappedAsNeutron) {
+TEST_P(ProxyIntegrationTest, NovaStatusesMappedAsNeutron) {
   startFakeNova();
   startServer();
   const std::vector<std::pair<int, int>> cases{{400, 400}, {403, 403}, {404, 404}, {409, 409},
@@ -222,7 +230,7 @@ TEST_F(ProxyIntegrationTest, NovaStatusesMappedAsNeutron) {
   EXPECT_EQ(metric("okna_metadata_nova_errors_total{reason=\"status\"}"), 4);
 }
 
-TEST_F(ProxyIntegrationTest, WrongSecretIs403AndARotatedSecretIsPickedUp) {
+TEST_P(ProxyIntegrationTest, WrongSecretIs403AndARotatedSecretIsPickedUp) {
   startFakeNova();
   std::ofstream(agentSecret_) << "not-the-secret\n";
   startServer();
@@ -240,7 +248,7 @@ TEST_F(ProxyIntegrationTest, WrongSecretIs403AndARotatedSecretIsPickedUp) {
       std::chrono::seconds(10), std::chrono::milliseconds(100)));
 }
 
-TEST_F(ProxyIntegrationTest, NovaDownIsA500) {
+TEST_P(ProxyIntegrationTest, NovaDownIsA500) {
   // A port nobody listens on: bind, read the port, close.
   auto [fd, freePort] = okna::testing::listenOnLoopback();
   ::close(fd);
@@ -252,7 +260,7 @@ TEST_F(ProxyIntegrationTest, NovaDownIsA500) {
   EXPECT_EQ(metric("okna_metadata_nova_errors_total{reason=\"connect\"}"), 1);
 }
 
-TEST_F(ProxyIntegrationTest, SlowNovaIsA504WithinTheTimeout) {
+TEST_P(ProxyIntegrationTest, SlowNovaIsA504WithinTheTimeout) {
   config_.nova.timeout = std::chrono::milliseconds(300);
   startFakeNova();
   startServer();
@@ -264,7 +272,7 @@ TEST_F(ProxyIntegrationTest, SlowNovaIsA504WithinTheTimeout) {
   EXPECT_EQ(metric("okna_metadata_nova_errors_total{reason=\"timeout\"}"), 1);
 }
 
-TEST_F(ProxyIntegrationTest, KeepAliveOnBothSides) {
+TEST_P(ProxyIntegrationTest, KeepAliveOnBothSides) {
   startFakeNova();
   startServer();
   const int before = control("GET", "/_control/stats")["connections"];
@@ -287,7 +295,25 @@ TEST_F(ProxyIntegrationTest, KeepAliveOnBothSides) {
   EXPECT_EQ(control("GET", "/_control/stats")["requests"], 21);
 }
 
-TEST_F(ProxyIntegrationTest, LimitsOnTheRealPath) {
+TEST_P(ProxyIntegrationTest, NovaRestartedBetweenRequests) {
+  startFakeNova();
+  startServer();
+  auto r = get("/openstack/latest/meta_data.json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  // The pooled keep-alive connection dies with this Nova; the next request must not fail on it.
+  nova_.reset();
+  novaPort_ = startFixture(nova_,
+                           {"/usr/bin/python3", kFixtures + "fake_nova.py", "--secret-file",
+                            novaSecret_, "--port", std::to_string(config_.nova.port)},
+                           (dir_ / "fake_nova2.log").string());
+  ASSERT_EQ(novaPort_, config_.nova.port) << nova_->log();
+  r = get("/openstack/latest/meta_data.json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+}
+
+TEST_P(ProxyIntegrationTest, LimitsOnTheRealPath) {
   config_.limits.maxConnectionsPerNamespace = 2;
   config_.limits.maxRequestHeaderBytes = 1024;
   config_.limits.idleTimeout = std::chrono::milliseconds(200);
@@ -328,7 +354,7 @@ class NovaOwnHandlerTest : public ProxyIntegrationTest {
   }
 };
 
-TEST_F(NovaOwnHandlerTest, NovaAcceptsOurRequest) {
+TEST_P(NovaOwnHandlerTest, NovaAcceptsOurRequest) {
   startNovaHandler(kVm.projectId);
   if (IsSkipped()) return;
   startServer();
@@ -341,7 +367,7 @@ TEST_F(NovaOwnHandlerTest, NovaAcceptsOurRequest) {
   EXPECT_EQ(body["address"], "127.0.0.1");
 }
 
-TEST_F(NovaOwnHandlerTest, NovaRefusesAWrongSecret) {
+TEST_P(NovaOwnHandlerTest, NovaRefusesAWrongSecret) {
   startNovaHandler(kVm.projectId);
   if (IsSkipped()) return;
   std::ofstream(agentSecret_) << "wrong\n";
@@ -352,7 +378,7 @@ TEST_F(NovaOwnHandlerTest, NovaRefusesAWrongSecret) {
   EXPECT_NE(nova_->log().find("does not match the expected value"), std::string::npos);
 }
 
-TEST_F(NovaOwnHandlerTest, NovaChecksTheTenant) {
+TEST_P(NovaOwnHandlerTest, NovaChecksTheTenant) {
   startNovaHandler("some-other-project");
   if (IsSkipped()) return;
   startServer();
@@ -360,6 +386,9 @@ TEST_F(NovaOwnHandlerTest, NovaChecksTheTenant) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 404);
 }
+
+INSTANTIATE_TEST_SUITE_P(Clients, ProxyIntegrationTest, ::testing::Values("curl", "beast"));
+INSTANTIATE_TEST_SUITE_P(Clients, NovaOwnHandlerTest, ::testing::Values("curl", "beast"));
 
 }  // namespace
 }  // namespace okna::metadata

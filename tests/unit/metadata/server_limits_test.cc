@@ -228,6 +228,38 @@ TEST_F(ServerTest, TooManyConnectionsAreClosedAndCounted) {
   EXPECT_EQ(r->status, 404);
 }
 
+TEST_F(ServerTest, ForgedNetworkHeaderDoesNotSelectAnotherNetwork) {
+  // The VM's IP is known only in another network; claiming that network in a header (as the
+  // Python agent's haproxy would pass on next to its own) must not find it.
+  lookup_.set(kNet, "127.0.0.1", LookupResult{});
+  lookup_.setPort("other-network", "127.0.0.1", kVm);
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(getRequest("/latest", "X-OVN-Network-ID: other-network\r\n")));
+  auto r = c.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_EQ(loop_.run([&] { return http_.all().size(); }), 0u);
+}
+
+TEST_F(ServerTest, OneNetworkAtItsLimitDoesNotStarveAnother) {
+  lookup_.set(kNet, "127.0.0.1", LookupResult{});
+  start();
+  auto [fd, otherPort] = okna::testing::listenOnLoopback();
+  ASSERT_TRUE(loop_.run([&, fd = fd] { return server_->addListener("net-b", fd); }).ok());
+  RawClient a(port_), b(port_), c(port_);
+  ASSERT_TRUE(waitFor([&] { return connections() == 3; }, std::chrono::seconds(10)));
+  RawClient refused(port_);
+  EXPECT_TRUE(refused.closedByPeer());
+  // Network B still accepts and answers.
+  RawClient other(otherPort);
+  ASSERT_TRUE(other.send(getRequest("/latest")));
+  auto r = other.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_EQ(loop_.run([&] { return server_->connectionCount("net-b"); }), 1u);
+}
+
 TEST_F(ServerTest, HugeHeadersAre431AndClose) {
   start();
   RawClient c(port_);

@@ -1,0 +1,423 @@
+#include "core/beast_http_client.h"
+
+#include <curl/curl.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <cctype>
+#include <cerrno>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace okna::core {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+using tcp = asio::ip::tcp;
+// The io_context's concrete executor: no type-erased executor copies per operation.
+using Socket = asio::basic_stream_socket<tcp, asio::io_context::executor_type>;
+
+namespace {
+
+struct ParsedUrl {
+  std::string host;  // without brackets
+  std::string port;
+  std::string hostHeader;
+  std::string target;
+};
+
+std::optional<ParsedUrl> parseHttpUrl(std::string_view url, std::string& error, int& code) {
+  constexpr std::string_view kScheme = "http://";
+  if (!url.starts_with(kScheme)) {
+    error = "only http:// URLs are supported by this client";
+    code = CURLE_UNSUPPORTED_PROTOCOL;
+    return std::nullopt;
+  }
+  url.remove_prefix(kScheme.size());
+  const auto slash = url.find_first_of("/?");
+  std::string_view authority = url.substr(0, slash);
+  ParsedUrl p;
+  p.target = slash == std::string_view::npos ? "/" : std::string(url.substr(slash));
+  if (p.target.front() == '?') p.target.insert(0, "/");
+  p.hostHeader.assign(authority);
+  if (authority.starts_with('[')) {
+    const auto close = authority.find(']');
+    if (close == std::string_view::npos) {
+      error = "bad URL";
+      code = CURLE_URL_MALFORMAT;
+      return std::nullopt;
+    }
+    p.host.assign(authority.substr(1, close - 1));
+    authority.remove_prefix(close + 1);
+    p.port = authority.starts_with(':') ? std::string(authority.substr(1)) : "80";
+  } else {
+    const auto colon = authority.rfind(':');
+    p.host.assign(authority.substr(0, colon));
+    p.port = colon == std::string_view::npos ? "80" : std::string(authority.substr(colon + 1));
+  }
+  if (p.host.empty() || p.port.empty()) {
+    error = "bad URL";
+    code = CURLE_URL_MALFORMAT;
+    return std::nullopt;
+  }
+  return p;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+}  // namespace
+
+struct Connection {
+  explicit Connection(asio::io_context& io) : socket(io.get_executor()) {}
+  Socket socket;
+  beast::flat_buffer buffer;
+};
+
+/** A transfer the state's sweep can time out. */
+struct Deadlined : HttpRequestHandle {
+  virtual void expireIfDue(std::chrono::steady_clock::time_point now) = 0;
+};
+
+struct BeastHttpClient::State : std::enable_shared_from_this<BeastHttpClient::State> {
+  State(asio::io_context& ioContext, std::string agent, std::size_t maxIdle)
+      : io(ioContext),
+        resolver(ioContext),
+        sweepTimer(ioContext),
+        userAgent(std::move(agent)),
+        maxIdlePerHost(maxIdle) {}
+
+  // One timer checks every transfer's total timeout (50 ms granularity) instead of one timer
+  // armed and cancelled per request; it runs only while transfers are in flight.
+  void ensureSweep() {
+    if (sweeping || closed || live.empty()) return;
+    sweeping = true;
+    sweepTimer.expires_after(std::chrono::milliseconds(50));
+    sweepTimer.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+      auto self = weak.lock();
+      if (!self) return;
+      self->sweeping = false;
+      if (ec || self->closed) return;
+      const auto now = std::chrono::steady_clock::now();
+      const std::vector<Deadlined*> all(self->live.begin(), self->live.end());
+      for (Deadlined* t : all) t->expireIfDue(now);
+      self->ensureSweep();
+    });
+  }
+
+  std::unique_ptr<Connection> takeIdle(const std::string& key) {
+    auto it = idle.find(key);
+    while (it != idle.end() && !it->second.empty()) {
+      auto c = std::move(it->second.back());
+      it->second.pop_back();
+      // A peer that closed an idle connection left it readable (EOF): skip it.
+      if (c->socket.is_open()) {
+        char probe;
+        const ssize_t n = ::recv(c->socket.native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return c;
+      }
+    }
+    return nullptr;
+  }
+
+  void giveBack(const std::string& key, std::unique_ptr<Connection> c) {
+    auto& list = idle[key];
+    if (closed || list.size() >= maxIdlePerHost || c->buffer.size() != 0) return;
+    list.push_back(std::move(c));
+  }
+
+  asio::io_context& io;
+  tcp::resolver resolver;
+  asio::steady_timer sweepTimer;
+  bool sweeping = false;
+  std::string userAgent;
+  std::size_t maxIdlePerHost;
+  std::unordered_map<std::string, std::vector<std::unique_ptr<Connection>>> idle;
+  // Transfers started and not finished: cancelled when the client goes away.
+  std::unordered_set<Deadlined*> live;
+  bool closed = false;
+};
+
+namespace {
+
+class Transfer final : public Deadlined, public std::enable_shared_from_this<Transfer> {
+ public:
+  Transfer(std::shared_ptr<BeastHttpClient::State> state, HttpRequest request,
+           HttpCallbacks callbacks)
+      : state_(std::move(state)), request_(std::move(request)), callbacks_(std::move(callbacks)) {}
+
+  // Deadlined
+  void expireIfDue(std::chrono::steady_clock::time_point now) override {
+    if (done_ || now < deadline_) return;
+    timedOut_ = true;
+    dropConnection();  // the pending operation completes with an error
+  }
+
+  // HttpRequestHandle
+  void cancel() override {
+    if (done_) return;
+    done_ = true;
+    state_->live.erase(this);
+    if (connectTimer_) connectTimer_->cancel();
+    dropConnection();
+  }
+
+  void start() {
+    if (done_) return;
+    std::string error;
+    int code = 0;
+    auto url = parseHttpUrl(request_.url, error, code);
+    if (!url) {
+      // Never call back inside send(): fail from the loop.
+      return asio::post(state_->io, [self = shared_from_this(), error, code] {
+        self->fail(self->request_.method + " " + self->request_.url + ": " + error, code);
+      });
+    }
+    url_ = std::move(*url);
+    key_ = url_.host + " " + url_.port;
+    state_->live.insert(this);
+    started_ = std::chrono::steady_clock::now();
+    deadline_ = request_.totalTimeout.count() > 0 ? started_ + request_.totalTimeout
+                                                  : std::chrono::steady_clock::time_point::max();
+    state_->ensureSweep();
+    buildMessage();
+    conn_ = state_->takeIdle(key_);
+    if (conn_) {
+      reused_ = true;
+      return write();
+    }
+    connect();
+  }
+
+ private:
+  void buildMessage() {
+    message_.method_string(request_.method);
+    message_.target(url_.target);
+    message_.version(11);
+    message_.set(http::field::host, url_.hostHeader);
+    if (!state_->userAgent.empty()) message_.set(http::field::user_agent, state_->userAgent);
+    message_.set(http::field::accept, "*/*");
+    for (const auto& [name, value] : request_.headers) {
+      if (value.empty()) {
+        message_.erase(name);  // "do not send" (see HttpRequest::headers)
+      } else {
+        message_.set(name, value);
+      }
+    }
+    message_.body() = std::move(request_.body);
+    const bool bodyMethod = request_.method != "GET" && request_.method != "HEAD";
+    if (!message_.body().empty() || bodyMethod) message_.content_length(message_.body().size());
+  }
+
+  void connect() {
+    reused_ = false;
+    conn_ = std::make_unique<Connection>(state_->io);
+    connecting_ = true;
+    boost::system::error_code ec;
+    const auto address = asio::ip::make_address(url_.host, ec);
+    const auto connectDeadline = started_ + request_.connectTimeout;
+    if (request_.connectTimeout.count() > 0) {
+      connectTimer_.emplace(state_->io);
+      connectTimer_->expires_at(connectDeadline);
+      connectTimer_->async_wait([self = shared_from_this()](const boost::system::error_code& e) {
+        if (e || self->done_ || !self->connecting_) return;
+        self->connectTimedOut_ = true;
+        self->dropConnection();
+      });
+    }
+    if (!ec) {
+      const auto port = static_cast<unsigned short>(std::stoi(url_.port));
+      endpoints_ = {tcp::endpoint(address, port)};
+      return connectTo();
+    }
+    state_->resolver.async_resolve(
+        url_.host, url_.port,
+        [self = shared_from_this()](const boost::system::error_code& e,
+                                    tcp::resolver::results_type results) {
+          if (self->done_) return;
+          if (e)
+            return self->fail(self->prefix() + "Could not resolve host: " + self->url_.host,
+                              CURLE_COULDNT_RESOLVE_HOST);
+          for (const auto& r : results) self->endpoints_.push_back(r.endpoint());
+          self->connectTo();
+        });
+  }
+
+  void connectTo() {
+    if (!conn_ || connectTimedOut_ || timedOut_)
+      return failTimeoutOr("Failed to connect", CURLE_COULDNT_CONNECT);
+    asio::async_connect(
+        conn_->socket, endpoints_,
+        [self = shared_from_this()](const boost::system::error_code& ec, const tcp::endpoint&) {
+          if (self->done_) return;
+          self->connecting_ = false;
+          if (self->connectTimer_) self->connectTimer_->cancel();
+          if (ec)
+            return self->failTimeoutOr(
+                "Failed to connect to " + self->url_.hostHeader + ": " + ec.message(),
+                CURLE_COULDNT_CONNECT);
+          boost::system::error_code ignored;
+          self->conn_->socket.set_option(tcp::no_delay(true), ignored);
+          self->write();
+        });
+  }
+
+  void write() {
+    http::async_write(
+        conn_->socket, message_,
+        [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+          if (self->done_) return;
+          if (ec) return self->retryOrFail(ec, "Send failure");
+          self->read();
+        });
+  }
+
+  void read() {
+    parser_.emplace();
+    parser_->body_limit(64 << 20);
+    if (request_.method == "HEAD") parser_->skip(true);
+    http::async_read(conn_->socket, conn_->buffer, *parser_,
+                     [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+                       if (self->done_) return;
+                       if (ec) return self->retryOrFail(ec, "Recv failure");
+                       self->finish();
+                     });
+  }
+
+  // A reused keep-alive connection the peer had closed fails before any answer: once, try a
+  // fresh connection (curl does the same).
+  void retryOrFail(const boost::system::error_code& ec, const char* what) {
+    const bool nothingReceived = !parser_ || !parser_->got_some();
+    if (reused_ && nothingReceived && !timedOut_ && !retried_) {
+      retried_ = true;
+      conn_.reset();
+      parser_.reset();
+      // The serializer state lives in the write op; the message itself is intact.
+      return connect();
+    }
+    failTimeoutOr(std::string(what) + ": " + ec.message(), CURLE_RECV_ERROR);
+  }
+
+  void finish() {
+    done_ = true;
+    state_->live.erase(this);
+    auto& res = parser_->get();
+    HttpResponse response;
+    response.status = static_cast<long>(res.result_int());
+    for (const auto& field : res) {
+      response.headers[lower(
+          std::string_view(field.name_string().data(), field.name_string().size()))] =
+          std::string(field.value().data(), field.value().size());
+    }
+    response.body = std::move(res.body());
+    const bool keepAlive = res.keep_alive();
+    parser_.reset();
+    if (keepAlive && conn_) state_->giveBack(key_, std::move(conn_));
+    conn_.reset();
+    auto onHeaders = std::move(callbacks_.onHeaders);
+    auto onData = std::move(callbacks_.onData);
+    auto onDone = std::move(callbacks_.onDone);
+    if (onHeaders) onHeaders(response.status, response.headers);
+    if (onData) {
+      onData(response.body);
+      response.body.clear();
+    }
+    if (onDone) onDone(std::move(response));
+  }
+
+  void failTimeoutOr(const std::string& message, int code) {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - started_)
+                        .count();
+    if (connectTimedOut_)
+      return fail(prefix() + "Connection timed out after " + std::to_string(ms) + " milliseconds",
+                  CURLE_OPERATION_TIMEDOUT);
+    if (timedOut_)
+      return fail(prefix() + "Operation timed out after " + std::to_string(ms) + " milliseconds",
+                  CURLE_OPERATION_TIMEDOUT);
+    fail(prefix() + message, code);
+  }
+
+  void fail(const std::string& message, int code) {
+    if (done_) return;
+    done_ = true;
+    state_->live.erase(this);
+    if (connectTimer_) connectTimer_->cancel();
+    dropConnection();
+    auto onDone = std::move(callbacks_.onDone);
+    if (onDone) onDone(makeError(message, code));
+  }
+
+  std::string prefix() const { return request_.method + " " + request_.url + ": "; }
+
+  void dropConnection() {
+    if (!conn_) return;
+    boost::system::error_code ignored;
+    conn_->socket.close(ignored);
+  }
+
+  std::shared_ptr<BeastHttpClient::State> state_;
+  HttpRequest request_;
+  HttpCallbacks callbacks_;
+  std::chrono::steady_clock::time_point deadline_{};
+  std::optional<asio::steady_timer> connectTimer_;
+  ParsedUrl url_;
+  std::string key_;
+  std::vector<tcp::endpoint> endpoints_;
+  std::unique_ptr<Connection> conn_;
+  http::request<http::string_body> message_;
+  std::optional<http::response_parser<http::string_body>> parser_;
+  std::chrono::steady_clock::time_point started_{};
+  bool done_ = false;
+  bool reused_ = false;
+  bool retried_ = false;
+  bool connecting_ = false;
+  bool timedOut_ = false;
+  bool connectTimedOut_ = false;
+};
+
+}  // namespace
+
+BeastHttpClient::BeastHttpClient(asio::io_context& io, std::string userAgent,
+                                 std::size_t maxIdlePerHost)
+    : state_(std::make_shared<State>(io, std::move(userAgent), maxIdlePerHost)) {}
+
+BeastHttpClient::~BeastHttpClient() {
+  state_->closed = true;
+  state_->sweepTimer.cancel();
+  const std::vector<Deadlined*> live(state_->live.begin(), state_->live.end());
+  for (Deadlined* t : live) t->cancel();
+  state_->idle.clear();
+  state_->resolver.cancel();
+}
+
+HttpRequestHandlePtr BeastHttpClient::send(HttpRequest request, HttpCallbacks callbacks) {
+  auto t = std::make_shared<Transfer>(state_, std::move(request), std::move(callbacks));
+  // Started at once (saves a loop turn per request): Asio never completes an operation inside
+  // its initiating call, and start() posts its own failures, so no callback runs inside send().
+  if (!state_->closed) t->start();
+  return t;
+}
+
+std::size_t BeastHttpClient::idleConnections() const {
+  std::size_t n = 0;
+  for (const auto& [key, list] : state_->idle) n += list.size();
+  return n;
+}
+
+}  // namespace okna::core
