@@ -9,8 +9,10 @@
 # Each nginx runs ONE worker process. wrk -t1 runs inside the VM namespace, keep-alive.
 #
 #   sudo bench/metadata/run.sh [--duration 10] [--conns "1 16"] [--cases "static proxy agent"]
-#                              [--sb-load "0 400 2000 20000"] [--out FILE] [--keep]
+#                              [--sb-load "0 400 2000 20000"] [--repeat 3] [--out FILE] [--keep]
 #
+# --repeat N: N rounds, the cases interleaved in each round (so a busy moment of the shared
+# machine hits all of them alike); the table shows the median run by req/s, with min-max.
 # --sb-load: before each level, sb_load.py fills the OVN DBs up to that many VIF Port_Bindings
 # bound to other (fake) chassis in other datapaths, then every case runs again (measure 4).
 #
@@ -37,6 +39,7 @@ conns="1 16"
 cases="static proxy"
 [[ -n "${AGENT_CMD:-}" ]] && cases="static proxy agent"
 levels="0"
+repeat=1
 out=""
 keep=0
 while (($#)); do
@@ -45,6 +48,7 @@ while (($#)); do
     --conns) conns=$2; shift 2 ;;
     --cases) cases=$2; shift 2 ;;
     --sb-load) levels=$2; shift 2 ;;
+    --repeat) repeat=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --keep) keep=1; shift ;;
     *) sed -n '2,/^set -uo/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
@@ -195,36 +199,37 @@ to_ms() {
     printf "%.3f", n }'
 }
 
-results=$T/results.tsv
-printf 'case\tsb_vif_ports\tconns\treq_s\tp50_ms\tp99_ms\terrors\tload1\tnote\n' >"$results"
+runs=$T/runs.tsv
+: >"$runs"
 
+# measure CASE LEVEL ROUND: one wrk run per connection count, appended to runs.tsv.
 measure() {
-  local case=$1 level=$2 c raw rps p50 p99 errors load1 note
+  local case=$1 level=$2 round=$3 c raw rps p50 p99 errors load1 note sampler
   # Warm-up (connections, caches, the datapath's flow cache), not measured.
   ip netns exec "$vm_ns" wrk -t1 -c16 -d2s "$url" >/dev/null 2>&1
   for c in $conns; do
     note=""
-    raw=$T/wrk-$case-$level-c$c.txt
+    sampler=""
+    raw=$T/wrk-$case-$level-c$c-r$round.txt
     load1=$(cut -d' ' -f1 /proc/loadavg)
-    local sampler=""
     if [[ "$case" == agent ]] && agent_pid_alive; then
       # Threads and RSS of the agent while it serves (peak of 0.5 s samples over the run).
-      sample_agent "$T/agent-sample-$level-c$c" &
+      sample_agent "$raw.agent" &
       sampler=$!
     fi
     ip netns exec "$vm_ns" wrk -t1 -c"$c" -d"${duration}s" --latency "$url" >"$raw" 2>&1
     if [[ -n "$sampler" ]]; then
       kill "$sampler" 2>/dev/null
       wait "$sampler" 2>/dev/null
-      note="agent peak threads $(cut -d' ' -f1 "$T/agent-sample-$level-c$c"), peak RSS $(cut -d' ' -f2 "$T/agent-sample-$level-c$c") kB"
+      note="agent peak threads $(cut -d' ' -f1 "$raw.agent"), peak RSS $(cut -d' ' -f2 "$raw.agent") kB"
     fi
     rps=$(awk '/^Requests\/sec/ {print $2}' "$raw")
     p50=$(to_ms "$(awk '$1 == "50%" {print $2}' "$raw")")
     p99=$(to_ms "$(awk '$1 == "99%" {print $2}' "$raw")")
     errors=$(grep -E "Non-2xx|Socket errors" "$raw" | tr -s ' ' | paste -sd';' -)
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$case" "$level" "$c" "${rps:-FAIL}" "$p50" "$p99" \
-      "${errors:-0}" "$load1" "$note" >>"$results"
-    log "$case sb=$level c=$c: ${rps:-FAIL} req/s, p50 $p50 ms, p99 $p99 ms ${errors:+($errors)}"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$case" "$level" "$c" "$round" "${rps:-0}" \
+      "$p50" "$p99" "${errors:-0}" "$load1" "$note" >>"$runs"
+    log "$case sb=$level c=$c round $round: ${rps:-FAIL} req/s, p50 $p50 ms, p99 $p99 ms ${errors:+($errors)}"
   done
 }
 
@@ -236,22 +241,44 @@ for level in $levels; do
       tee -a "$T/sb_load.jsonl" >&2 || exit 1
     current=$level
   fi
-  for case in $cases; do
-    log "case $case (SB load $level)"
-    if "setup_$case"; then
-      measure "$case" "$level"
-    else
-      printf '%s\t%s\t-\tSETUP-FAILED\t\t\t\t\t\n' "$case" "$level" >>"$results"
-    fi
-    "teardown_$case"
+  for ((round = 1; round <= repeat; round++)); do
+    for case in $cases; do
+      log "case $case (SB load $level, round $round/$repeat)"
+      if "setup_$case"; then
+        measure "$case" "$level" "$round"
+      else
+        printf '%s\t%s\t-\t%s\tSETUP-FAILED\t\t\t\t\t\n' "$case" "$level" "$round" >>"$runs"
+      fi
+      "teardown_$case"
+    done
   done
 done
+
+# summary: per (case, level, conns), the median run by req/s, and the min-max of req/s.
+summary() {
+  local key
+  for level in $levels; do
+    for case in $cases; do
+      for c in $conns; do
+        key="$case"$'\t'"$level"$'\t'"$c"$'\t'
+        grep -F -- "$key" "$runs" | sort -t$'\t' -k5,5g | awk -F'\t' -v n="$(grep -cF -- "$key" "$runs")" '
+          { rps[NR] = $5; line[NR] = $0 }
+          END {
+            if (n == 0) exit
+            split(line[int((n + 1) / 2)], m, "\t")
+            printf "| %s | %s | %s | **%.0f** | %.0f-%.0f | %s | %s | %s | %s | %s |\n",
+              m[1], m[2], m[3], m[5], rps[1], rps[n], m[6], m[7], m[8], m[9], m[10]
+          }'
+      done
+    done
+  done
+}
 
 # ---------------------------------------------------------------------------------------------
 report() {
   echo "## Run $(date -u +%Y-%m-%dT%H:%MZ)"
   echo
-  echo "Command: \`bench/metadata/run.sh --duration $duration --conns \"$conns\" --cases \"$cases\" --sb-load \"$levels\"\`${AGENT_CMD:+ with AGENT_CMD=\`$AGENT_CMD\`}"
+  echo "Command: \`sudo bench/metadata/run.sh --duration $duration --conns \"$conns\" --cases \"$cases\" --sb-load \"$levels\" --repeat $repeat\`${AGENT_CMD:+ with AGENT_CMD=\`$AGENT_CMD\`}"
   echo
   echo "- machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), kernel $(uname -r), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
   echo "- software: $(ovs-vswitchd --version | head -1), $(ovn-controller --version | head -1), $(nginx -v 2>&1), wrk $(dpkg-query -W -f='${Version}' wrk)"
@@ -259,8 +286,16 @@ report() {
   echo "- load1 = the 1-minute load average just before each run (the machine is shared)"
   [[ -s "$T/sb_load.jsonl" ]] && echo "- SB load timings (sb_load.py): $(paste -sd' ' "$T/sb_load.jsonl")"
   echo
-  echo "| case | SB VIF ports | conns | req/s | p50 ms | p99 ms | errors | load1 | note |"
-  echo "|---|---|---|---|---|---|---|---|---|"
-  tail -n +2 "$results" | awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9}'
+  echo "| case | SB VIF ports | conns | req/s (median of $repeat) | min-max | p50 ms | p99 ms | errors | load1 | note |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
+  summary
+  echo
+  echo "<details><summary>every run</summary>"
+  echo
+  echo "| case | SB VIF ports | conns | round | req/s | p50 ms | p99 ms | errors | load1 | note |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
+  awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10}' "$runs"
+  echo
+  echo "</details>"
 }
 report | tee "${out:-/dev/null}"
