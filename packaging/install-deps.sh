@@ -23,11 +23,13 @@ test_pkgs=(
   placement-api python3-keystone uwsgi-core uwsgi-plugin-python3
   # the fake kube-apiserver (python3 stdlib) and its TLS material, plus tools the fixtures use
   python3 python3-yaml openssl curl iproute2 procps
-  # the netns privileged tests check offloads with ethtool -k
-  ethtool
   # the metadata proxy's requests checked by Nova's own handler (nova.api.metadata.handler);
   # python3-neutron is the reference the proxy matches (not imported by any test)
   python3-nova
+  # the OVN chassis fixture (tests/fixtures/ovn) and the metadata benchmark (bench/metadata):
+  # nginx as the in-namespace server/proxy baseline, wrk as the load generator, ethtool to turn
+  # checksum offload off on veths plugged into the userspace datapath (and the netns tests' checks)
+  nginx-light wrk ethtool
 )
 
 pkgs=("${build_pkgs[@]}")

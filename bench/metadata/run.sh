@@ -1,0 +1,301 @@
+#!/usr/bin/env bash
+# Metadata service benchmark (issue 7, measures 1 and 4): requests/s and p50/p99 from a VM
+# namespace, through a real OVN chassis (userspace datapath), to whatever serves
+# 169.254.169.254:80 in the network's ovnmeta namespace -- side by side, same run:
+#   static  nginx in ovnmeta serving the bytes itself (the datapath's limit)
+#   proxy   nginx in ovnmeta as a keep-alive reverse proxy (upstream keepalive, HTTP/1.1) to a
+#           static nginx "Nova" on 127.0.0.1:8775, setting the signed headers
+#   agent   the metadata agent under test (AGENT_CMD, see below), to a static nginx "Nova"
+# Each nginx runs ONE worker process. wrk -t1 runs inside the VM namespace, keep-alive.
+#
+#   sudo bench/metadata/run.sh [--duration 10] [--conns "1 16"] [--cases "static proxy agent"]
+#                              [--sb-load "0 400 2000 20000"] [--repeat 3] [--out FILE] [--keep]
+#
+# --repeat N: N rounds, the cases interleaved in each round (so a busy moment of the shared
+# machine hits all of them alike); the table shows the median run by req/s, with min-max.
+# --sb-load: before each level, sb_load.py fills the OVN DBs up to that many VIF Port_Bindings
+# bound to other (fake) chassis in other datapaths, then every case runs again (measure 4).
+#
+# THE AGENT SLOT: set AGENT_CMD to a shell command line that starts the agent in the foreground.
+# run.sh removes the by-hand metadata plumbing first (the agent must build ovnmeta-<net> itself),
+# starts a static nginx "Nova" on 127.0.0.1:$OKOF_NOVA_PORT, then runs
+#   ip netns exec <hv_netns> bash -c "exec $AGENT_CMD"       (stdout+stderr: $OKOF_BENCH_DIR/agent.log)
+# in the namespace where ovs-vswitchd and br-int's host-side ports live, waits (bounded) until the
+# VM gets a 200 through it, measures, records its threads and RSS, and SIGTERMs it. The command
+# finds everything in its environment:
+#   OKOF_OVS_REMOTE  OKOF_SB_REMOTE  OKOF_SB_TCP_REMOTE  OKOF_CHASSIS  OKOF_NET_ID
+#   OKOF_NOVA_HOST (127.0.0.1)  OKOF_NOVA_PORT  OKOF_SHARED_SECRET_FILE  OKOF_BENCH_DIR
+# e.g. AGENT_CMD='build/agent/openkeel-node-agent --config "$OKOF_BENCH_DIR/agent.yaml"' after
+# writing that file from those variables in a wrapper script.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+C=$root/tests/fixtures/ovn/chassis.sh
+NG=$root/tests/fixtures/ovn/nginx.sh
+export PATH="$PATH:/usr/sbin:/sbin"
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY
+
+duration=10
+conns="1 16"
+cases="static proxy"
+[[ -n "${AGENT_CMD:-}" ]] && cases="static proxy agent"
+levels="0"
+repeat=1
+out=""
+keep=0
+while (($#)); do
+  case "$1" in
+    --duration) duration=$2; shift 2 ;;
+    --conns) conns=$2; shift 2 ;;
+    --cases) cases=$2; shift 2 ;;
+    --sb-load) levels=$2; shift 2 ;;
+    --repeat) repeat=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --keep) keep=1; shift ;;
+    *) sed -n '2,/^set -uo/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  esac
+done
+[[ $(id -u) == 0 ]] || { echo "run.sh: needs root (namespaces, ovs-vswitchd)" >&2; exit 1; }
+for tool in wrk nginx curl ethtool ovs-vswitchd ovn-controller; do
+  command -v "$tool" >/dev/null || { echo "run.sh: $tool missing: packaging/install-deps.sh" >&2; exit 1; }
+done
+if [[ " $cases " == *" agent "* && -z "${AGENT_CMD:-}" ]]; then
+  echo "run.sh: case agent needs AGENT_CMD" >&2
+  exit 1
+fi
+
+T=$(mktemp -d /tmp/okof-bench.XXXXXX)
+tag=${T##*.}
+CH=$T/chassis
+agent_pid=""
+log() { echo "[run.sh $(date -u +%T)] $*" >&2; }
+
+cleanup() {
+  [[ -n "$agent_pid" ]] && stop_agent
+  local w
+  for w in "$T"/nginx-*; do [[ -d "$w" ]] && "$NG" stop "$w"; done
+  "$C" stop "$CH"
+  if [[ "$keep" == 1 ]]; then log "kept $T"; else rm -rf "$T"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+url=http://169.254.169.254/openstack/latest/meta_data.json
+mkdir -p "$T/www/openstack/latest"
+cp "$root/bench/metadata/meta_data.json" "$T/www/openstack/latest/meta_data.json"
+bytes=$(stat -c %s "$T/www/openstack/latest/meta_data.json")
+
+"$C" start "$CH" || exit 1
+hv_ns=$("$C" info "$CH" hv_netns)
+net=$(cat /proc/sys/kernel/random/uuid)
+"$C" add-network "$CH" "$net" 10.77.0.0/24 || exit 1
+"$C" add-vm "$CH" "$net" "bench-$tag" 10.77.0.11 fa:16:3e:77:00:11 \
+  4b1a0cc0-7c2d-4e6a-9a9b-1a2b3c4d5e6f 0d5b7a1f4c1e4b7f9d5c3e2a1b0c9d8e || exit 1
+vm_ns=okof-bench-$tag
+md_ns=$("$C" net-info "$CH" "$net" metadata_netns)
+nova_port=8775
+
+# ---------------------------------------------------------------------------------------------
+vm_curl() { ip netns exec "$vm_ns" curl -s --max-time 5 "$@"; }
+vm_gets_200() { [[ $(vm_curl -o /dev/null -w '%{http_code}' "$url") == 200 ]]; }
+
+setup_static() {
+  "$C" bind-metadata-by-hand "$CH" "$net" &&
+    "$NG" start "$T/nginx-static" "$md_ns" 169.254.169.254:80 static "$T/www"
+}
+teardown_static() {
+  "$NG" stop "$T/nginx-static"
+  "$C" unbind-metadata-by-hand "$CH" "$net"
+}
+
+setup_proxy() {
+  # nginx cannot listen in one namespace and connect from another: its "Nova" listens on the
+  # loopback of ovnmeta itself (the same kernel TCP loopback path as the host's 127.0.0.1).
+  "$C" bind-metadata-by-hand "$CH" "$net" &&
+    "$NG" start "$T/nginx-nova" "$md_ns" "127.0.0.1:$nova_port" static "$T/www" &&
+    "$NG" start "$T/nginx-proxy" "$md_ns" 169.254.169.254:80 proxy "127.0.0.1:$nova_port" || return 1
+  local headers
+  headers=$(vm_curl -D- -o /dev/null "$url")
+  if [[ "$headers" != *"X-Echo-Signature: 5f3904eb"* || "$headers" != *"X-Echo-Forwarded-For: 10.77.0.11"* ]]; then
+    log "proxy: the signed headers did not reach the backend: $headers"
+    return 1
+  fi
+}
+teardown_proxy() {
+  "$NG" stop "$T/nginx-proxy"
+  "$NG" stop "$T/nginx-nova"
+  "$C" unbind-metadata-by-hand "$CH" "$net"
+}
+
+agent_pid_alive() { [[ -n "$agent_pid" && -e /proc/$agent_pid ]]; }
+setup_agent() {
+  local ns_arg=${hv_ns:--}
+  "$NG" start "$T/nginx-nova-agent" "$ns_arg" "127.0.0.1:$nova_port" static "$T/www" || return 1
+  echo -n secret >"$T/shared-secret"
+  export OKOF_OVS_REMOTE OKOF_SB_REMOTE OKOF_SB_TCP_REMOTE OKOF_CHASSIS OKOF_NET_ID \
+    OKOF_NOVA_HOST=127.0.0.1 OKOF_NOVA_PORT=$nova_port OKOF_SHARED_SECRET_FILE=$T/shared-secret \
+    OKOF_BENCH_DIR=$T
+  OKOF_OVS_REMOTE=$("$C" info "$CH" ovs_remote)
+  OKOF_SB_REMOTE=$("$C" info "$CH" sb_remote)
+  OKOF_SB_TCP_REMOTE=$("$C" info "$CH" sb_tcp_remote)
+  OKOF_CHASSIS=$("$C" info "$CH" chassis)
+  OKOF_NET_ID=$net
+  log "agent: $AGENT_CMD (in ${hv_ns:-the host namespace})"
+  if [[ -n "$hv_ns" ]]; then
+    ip netns exec "$hv_ns" bash -c "exec $AGENT_CMD" >>"$T/agent.log" 2>&1 &
+  else
+    bash -c "exec $AGENT_CMD" >>"$T/agent.log" 2>&1 &
+  fi
+  agent_pid=$!
+  local deadline=$((SECONDS + ${AGENT_READY_TIMEOUT:-60}))
+  until vm_gets_200; do
+    agent_pid_alive || { log "agent exited; log:"; tail -n 30 "$T/agent.log" >&2; agent_pid=""; return 1; }
+    ((SECONDS < deadline)) || { log "agent: no 200 from the VM within the timeout"; return 1; }
+    sleep 0.1 # retry interval of a bounded readiness poll
+  done
+  local headers
+  headers=$(vm_curl -D- -o /dev/null "$url")
+  [[ "$headers" == *"X-Echo-Signature: "* ]] || log "agent: WARNING no X-Instance-ID-Signature reached Nova"
+}
+stop_agent() {
+  if agent_pid_alive; then
+    kill -TERM "$agent_pid"
+    local deadline=$((SECONDS + 10))
+    while agent_pid_alive && ((SECONDS < deadline)); do sleep 0.05; done
+    agent_pid_alive && kill -KILL "$agent_pid"
+    wait "$agent_pid" 2>/dev/null
+  fi
+  agent_pid=""
+}
+teardown_agent() {
+  stop_agent
+  "$NG" stop "$T/nginx-nova-agent"
+  # The agent leaves host state as it is on exit (by design): remove its namespace for the next
+  # case; its OVS port goes with the veth.
+  ip netns del "$md_ns" 2>/dev/null
+  local t0
+  t0=$("$C" net-info "$CH" "$net" metadata_tap_host)
+  ovs-vsctl --db="unix:$CH/db.sock" --if-exists del-port br-int "$t0"
+}
+
+# sample_agent FILE: every 0.5 s, the agent's thread count and RSS; FILE holds the peaks.
+sample_agent() {
+  local file=$1 threads rss max_threads=0 max_rss=0
+  echo "0 0" >"$file"
+  while agent_pid_alive; do
+    threads=$(ls "/proc/$agent_pid/task" 2>/dev/null | wc -l)
+    rss=$(awk '/^VmRSS/ {print $2}' "/proc/$agent_pid/status" 2>/dev/null)
+    ((threads > max_threads)) && max_threads=$threads
+    ((${rss:-0} > max_rss)) && max_rss=$rss
+    echo "$max_threads $max_rss" >"$file"
+    sleep 0.5 # sampling period of a measurement, not a synchronisation
+  done
+}
+
+# to_ms VALUE: wrk's 352.00us / 1.21ms / 1.02s -> milliseconds.
+to_ms() {
+  awk -v v="$1" 'BEGIN {
+    n = v + 0
+    if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n = n; else if (v ~ /s$/) n *= 1000
+    printf "%.3f", n }'
+}
+
+runs=$T/runs.tsv
+: >"$runs"
+
+# measure CASE LEVEL ROUND: one wrk run per connection count, appended to runs.tsv.
+measure() {
+  local case=$1 level=$2 round=$3 c raw rps p50 p99 errors load1 note sampler
+  # Warm-up (connections, caches, the datapath's flow cache), not measured.
+  ip netns exec "$vm_ns" wrk -t1 -c16 -d2s "$url" >/dev/null 2>&1
+  for c in $conns; do
+    note=""
+    sampler=""
+    raw=$T/wrk-$case-$level-c$c-r$round.txt
+    load1=$(cut -d' ' -f1 /proc/loadavg)
+    if [[ "$case" == agent ]] && agent_pid_alive; then
+      # Threads and RSS of the agent while it serves (peak of 0.5 s samples over the run).
+      sample_agent "$raw.agent" &
+      sampler=$!
+    fi
+    ip netns exec "$vm_ns" wrk -t1 -c"$c" -d"${duration}s" --latency "$url" >"$raw" 2>&1
+    if [[ -n "$sampler" ]]; then
+      kill "$sampler" 2>/dev/null
+      wait "$sampler" 2>/dev/null
+      note="agent peak threads $(cut -d' ' -f1 "$raw.agent"), peak RSS $(cut -d' ' -f2 "$raw.agent") kB"
+    fi
+    rps=$(awk '/^Requests\/sec/ {print $2}' "$raw")
+    p50=$(to_ms "$(awk '$1 == "50%" {print $2}' "$raw")")
+    p99=$(to_ms "$(awk '$1 == "99%" {print $2}' "$raw")")
+    errors=$(grep -E "Non-2xx|Socket errors" "$raw" | tr -s ' ' | paste -sd';' -)
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$case" "$level" "$c" "$round" "${rps:-0}" \
+      "$p50" "$p99" "${errors:-0}" "$load1" "$note" >>"$runs"
+    log "$case sb=$level c=$c round $round: ${rps:-FAIL} req/s, p50 $p50 ms, p99 $p99 ms ${errors:+($errors)}"
+  done
+}
+
+current=0
+for level in $levels; do
+  if ((level > current)); then
+    log "SB load: adding $((level - current)) VIF port bindings on fake chassis"
+    /usr/bin/python3 "$root/bench/metadata/sb_load.py" "$CH" add $((level - current)) |
+      tee -a "$T/sb_load.jsonl" >&2 || exit 1
+    current=$level
+  fi
+  for ((round = 1; round <= repeat; round++)); do
+    for case in $cases; do
+      log "case $case (SB load $level, round $round/$repeat)"
+      if "setup_$case"; then
+        measure "$case" "$level" "$round"
+      else
+        printf '%s\t%s\t-\t%s\tSETUP-FAILED\t\t\t\t\t\n' "$case" "$level" "$round" >>"$runs"
+      fi
+      "teardown_$case"
+    done
+  done
+done
+
+# summary: per (case, level, conns), the median run by req/s, and the min-max of req/s.
+summary() {
+  local key
+  for level in $levels; do
+    for case in $cases; do
+      for c in $conns; do
+        key="$case"$'\t'"$level"$'\t'"$c"$'\t'
+        grep -F -- "$key" "$runs" | sort -t$'\t' -k5,5g | awk -F'\t' -v n="$(grep -cF -- "$key" "$runs")" '
+          { rps[NR] = $5; line[NR] = $0 }
+          END {
+            if (n == 0) exit
+            split(line[int((n + 1) / 2)], m, "\t")
+            printf "| %s | %s | %s | **%.0f** | %.0f-%.0f | %s | %s | %s | %s | %s |\n",
+              m[1], m[2], m[3], m[5], rps[1], rps[n], m[6], m[7], m[8], m[9], m[10]
+          }'
+      done
+    done
+  done
+}
+
+# ---------------------------------------------------------------------------------------------
+report() {
+  echo "## Run $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo
+  echo "Command: \`sudo bench/metadata/run.sh --duration $duration --conns \"$conns\" --cases \"$cases\" --sb-load \"$levels\" --repeat $repeat\`${AGENT_CMD:+ with AGENT_CMD=\`$AGENT_CMD\`}"
+  echo
+  echo "- machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), kernel $(uname -r), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
+  echo "- software: $(ovs-vswitchd --version | head -1), $(ovn-controller --version | head -1), $(nginx -v 2>&1), wrk $(dpkg-query -W -f='${Version}' wrk)"
+  echo "- wrk: \`ip netns exec okof-bench-<tag> wrk -t1 -c<N> -d${duration}s --latency $url\` ($bytes-byte meta_data.json), after a 2 s warm-up at -c16"
+  echo "- load1 = the 1-minute load average just before each run (the machine is shared)"
+  [[ -s "$T/sb_load.jsonl" ]] && echo "- SB load timings (sb_load.py): $(paste -sd' ' "$T/sb_load.jsonl")"
+  echo
+  echo "| case | SB VIF ports | conns | req/s (median of $repeat) | min-max | p50 ms | p99 ms | errors | load1 | note |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
+  summary
+  echo
+  echo "<details><summary>every run</summary>"
+  echo
+  echo "| case | SB VIF ports | conns | round | req/s | p50 ms | p99 ms | errors | load1 | note |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
+  awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10}' "$runs"
+  echo
+  echo "</details>"
+}
+report | tee "${out:-/dev/null}"
