@@ -15,8 +15,9 @@ build_pkgs=(
   libspdlog-dev libfmt-dev libcli11-dev libnl-3-dev libnl-route-3-dev
   # Open vSwitch's C IDL, compiled from Debian's own source tarball (no -dev package exists)
   openvswitch-source autoconf automake libtool python3
-  # the OVN_Southbound schema (/usr/share/ovn/ovn-sb.ovsschema) the build generates an IDL from
-  ovn-common
+  # the OVN_Southbound schema (/usr/share/ovn/ovn-sb.ovsschema) the build generates an IDL from:
+  # Debian 12 ships it in ovn-central (not ovn-common; found by the image's --build-only stage)
+  ovn-central
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
 )
