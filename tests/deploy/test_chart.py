@@ -202,6 +202,11 @@ class TestDefaultProfile(ChartCase):
         self.assertIn("authentication.kubernetes.io/node-name", vap["spec"]["validations"][0]["expression"])
         self.assertEqual(objs["ValidatingAdmissionPolicyBinding"]["spec"]["policyName"], vap["metadata"]["name"])
         self.assertEqual(objs["ValidatingAdmissionPolicyBinding"]["spec"]["validationActions"], ["Deny"])
+        old = run([HELM, "template", RELEASE, CHART, "--kube-version", "1.29.0", "--set", "nodePatchPolicy.enabled=true"],
+                  check=False)
+        self.assertNotEqual(old.returncode, 0)
+        self.assertIn("nodePatchPolicy.enabled needs Kubernetes >= 1.30", old.stderr)
+        run([HELM, "template", RELEASE, CHART, "--kube-version", "1.30.0", "--set", "nodePatchPolicy.enabled=true"])
 
 
 class TestPlacementVariants(ChartCase):
