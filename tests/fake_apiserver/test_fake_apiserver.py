@@ -711,3 +711,50 @@ class TestKubectl(ServerCase):
         r = self.run_kubectl("delete", "pods", "-n", "tenant-a", "p-plain", context="node-agent")
         self.assertNotEqual(r.returncode, 0)
         self.assertIn('cannot delete resource "pods"', r.stderr)
+
+
+class TestRbacObjects(ServerCase):
+    """Applied ClusterRole/ClusterRoleBinding grant access (rbac.py), impersonation and access reviews."""
+    extra_args = ["--token", "system:serviceaccount:ops:viewer=viewer-token"]
+    SA = "system:serviceaccount:ops:viewer"
+
+    def review(self, verb, resource, token=ADMIN, headers=(), sub=""):
+        body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                "spec": {"resourceAttributes": {"verb": verb, "resource": resource, "subresource": sub}}}
+        r = self.call("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", token=token, body=body,
+                      headers=headers)
+        self.assertEqual(r.status, 201, r.data)
+        return json.loads(r.data)["status"]["allowed"]
+
+    def test_binding_grants_and_its_removal_revokes(self):
+        self.assertEqual(self.call("GET", "/api/v1/nodes", token="viewer-token").status, 403)
+        role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "v"},
+                "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}]}
+        binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                   "metadata": {"name": "v"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                                                          "kind": "ClusterRole", "name": "v"},
+                   "subjects": [{"kind": "ServiceAccount", "name": "viewer", "namespace": "ops"}]}
+        for plural, obj in (("clusterroles", role), ("clusterrolebindings", binding)):
+            r = self.call("POST", "/apis/rbac.authorization.k8s.io/v1/" + plural, body=obj)
+            self.assertEqual(r.status, 201, r.data)
+        self.assertEqual(self.call("GET", "/api/v1/nodes", token="viewer-token").status, 200)
+        self.assertEqual(self.call("GET", "/api/v1/nodes/n1", token="viewer-token").status, 403)
+        self.assertTrue(self.review("list", "nodes", token="viewer-token"))
+        self.assertFalse(self.review("list", "nodes", token="viewer-token", sub="status"))
+        # kubectl --as: only system:masters may impersonate; the groups of a service account follow.
+        self.assertTrue(self.review("list", "nodes", headers=["Impersonate-User: " + self.SA]))
+        self.assertFalse(self.review("get", "nodes", headers=["Impersonate-User: " + self.SA]))
+        r = self.call("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", token=AGENT,
+                      body={"spec": {"resourceAttributes": {"verb": "list", "resource": "nodes"}}},
+                      headers=["Impersonate-User: " + self.SA])
+        self.assertEqual(r.status, 403)
+        self.assertEqual(self.call("DELETE", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/v").status, 200)
+        self.assertFalse(self.review("list", "nodes", token="viewer-token"))
+
+    def test_discovery_lists_builtin_kinds(self):
+        res = json.loads(self.call("GET", "/apis/rbac.authorization.k8s.io/v1").data)["resources"]
+        kinds = {r["name"]: (r["kind"], r["namespaced"]) for r in res}
+        self.assertEqual(kinds["clusterroles"], ("ClusterRole", False))
+        self.assertEqual(kinds["rolebindings"], ("RoleBinding", True))
+        res = json.loads(self.call("GET", "/apis/apps/v1").data)["resources"]
+        self.assertIn(("daemonsets", "DaemonSet"), [(r["name"], r["kind"]) for r in res])

@@ -1,0 +1,131 @@
+{{/* Names and labels. */}}
+{{- define "okna.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "okna.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else if contains (include "okna.name" .) .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name (include "okna.name" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "okna.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "okna.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "okna.labels" -}}
+{{ include "okna.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{- define "okna.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "okna.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+okna.role: the effective definition of one role, as YAML {label?, taint, nodeSelectorTerms?}.
+global.nodeRoles.roles.<role> wins field by field over the profile's defaults: label
+node-role.openkeel.io/<role> (default profile) or node-restriction.kubernetes.io/openkeel-<role>
+(hardened), taint node-role.openkeel.io/<role>:NoSchedule in both (seed § 5.2: NodeRestriction
+restricts labels, not taints). A role given by nodeSelectorTerms has no label.
+Call: include "okna.role" (dict "root" $ "role" "compute")
+*/}}
+{{- define "okna.role" -}}
+{{- $g := .root.Values.global.nodeRoles | default dict -}}
+{{- $given := get ($g.roles | default dict) .role | default dict -}}
+{{- $kebab := .role | kebabcase -}}
+{{- $prefix := ternary "node-restriction.kubernetes.io/openkeel-" "node-role.openkeel.io/" (eq ($g.profile | default "default") "hardened") -}}
+{{- if $given.nodeSelectorTerms }}
+nodeSelectorTerms: {{- toYaml $given.nodeSelectorTerms | nindent 2 }}
+{{- else }}
+label: {{ $given.label | default (printf "%s%s" $prefix $kebab) | quote }}
+{{- end }}
+taint: {{- toYaml ($given.taint | default (dict "key" (printf "node-role.openkeel.io/%s" $kebab) "effect" "NoSchedule")) | nindent 2 }}
+{{- end -}}
+
+{{/* The roles this component is placed on: [role] when placement.role is set, else placement.roles. */}}
+{{- define "okna.placedRoles" -}}
+{{- if .Values.placement.role -}}
+{{- list .Values.placement.role | toJson -}}
+{{- else -}}
+{{- .Values.placement.roles | default list | toJson -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+okna.placement: nodeSelector, affinity, tolerations and priorityClassName of the pod spec, as seed
+§ 5.1-5.2 (openkeel.placement): the raw fields win over the roles; one role gives a nodeSelector,
+several a nodeAffinity with one term per role (ORed); the tolerations of every listed role's
+taint are always rendered, plus extraTolerations. forceDownscale adds a nodeSelector on a reserved
+label no node carries, whatever else is set.
+*/}}
+{{- define "okna.placement" -}}
+{{- $p := .Values.placement -}}
+{{- $roles := include "okna.placedRoles" . | fromJsonArray -}}
+{{- $nodeSelector := dict -}}
+{{- $terms := list -}}
+{{- $tolerations := list -}}
+{{- range $roles -}}
+{{- $r := include "okna.role" (dict "root" $ "role" .) | fromYaml -}}
+{{- if $r.label -}}
+{{- if $p.role -}}
+{{- $_ := set $nodeSelector $r.label "" -}}
+{{- else -}}
+{{- $terms = append $terms (dict "matchExpressions" (list (dict "key" $r.label "operator" "In" "values" (list "")))) -}}
+{{- end -}}
+{{- else -}}
+{{- $terms = concat $terms $r.nodeSelectorTerms -}}
+{{- end -}}
+{{- $tolerations = append $tolerations (dict "key" $r.taint.key "operator" "Exists" "effect" $r.taint.effect) -}}
+{{- end -}}
+{{- $tolerations = concat $tolerations ($p.extraTolerations | default list) -}}
+{{- if $p.nodeSelector -}}{{- $nodeSelector = deepCopy $p.nodeSelector -}}{{- end -}}
+{{- if .Values.forceDownscale -}}{{- $_ := set $nodeSelector "openkeel.io/forced-downscale" "true" -}}{{- end -}}
+{{- $affinity := dict -}}
+{{- if $p.affinity -}}
+{{- $affinity = $p.affinity -}}
+{{- else if $terms -}}
+{{- $affinity = dict "nodeAffinity" (dict "requiredDuringSchedulingIgnoredDuringExecution" (dict "nodeSelectorTerms" $terms)) -}}
+{{- end -}}
+{{- if $p.tolerations -}}{{- $tolerations = $p.tolerations -}}{{- end -}}
+{{- with $nodeSelector }}
+nodeSelector: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $affinity }}
+affinity: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $tolerations }}
+tolerations: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $p.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- end -}}
+
+{{/* The nodeRoles section of the agent's config: the same roles the chart placed the pods with. */}}
+{{- define "okna.configNodeRoles" -}}
+{{- $g := .Values.global.nodeRoles | default dict -}}
+{{- $roles := dict -}}
+{{- range list "controlPlane" "compute" "network" "storage" "containers" "provisioning" -}}
+{{- $_ := set $roles . (include "okna.role" (dict "root" $ "role" .) | fromYaml) -}}
+{{- end -}}
+{{- $out := dict "profile" ($g.profile | default "default") "taints" ($g.taints | default false) "roles" $roles -}}
+{{- toYaml $out -}}
+{{- end -}}
+
+{{- define "okna.privileged" -}}
+{{- if or .Values.securityContext.privileged (and .Values.metadata.enabled (eq .Values.metadata.netnsMountPropagation "Bidirectional")) -}}
+true
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,329 @@
+"""The Helm chart, rendered and linted by the real helm, its objects asserted and validated offline
+against the Kubernetes API schema, its config file parsed by the real agent (--dry-run).
+
+    python3 -m unittest discover -s tests/deploy -p 'test_chart.py' -v
+"""
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+
+import yaml
+
+from chart_tools import (AGENT, CHART, HELM, HERE, NAMESPACE, RELEASE, ROOT, agent_config, pod_spec, render,
+                         render_text, run, tools_missing, validate_offline)
+
+VALUES = os.path.join(HERE, "values")
+ROLES = ["controlPlane", "compute", "network", "storage", "containers", "provisioning"]
+KEBAB = {"controlPlane": "control-plane"}
+SA_NAME = "%s-openkeel-node-agent" % RELEASE
+
+
+def role_term(label):
+    return {"matchExpressions": [{"key": label, "operator": "In", "values": [""]}]}
+
+
+def toleration(key):
+    return {"key": key, "operator": "Exists", "effect": "NoSchedule"}
+
+
+RESERVED = toleration("openkeel.io/reserved")
+
+
+class ChartCase(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        missing = tools_missing()
+        if missing:
+            raise unittest.SkipTest(missing) if os.environ.get("CI") is None else AssertionError(missing)
+
+
+class TestLint(ChartCase):
+    def test_lint_default_and_hardened(self):
+        for args in ([], ["-f", os.path.join(VALUES, "hardened-okadm.yaml")],
+                     ["--set", "global.nodeRoles.profile=hardened"], ["--set", "forceDownscale=true"],
+                     ["-f", os.path.join(VALUES, "raw-overrides.yaml")]):
+            out = run([HELM, "lint", "--strict", CHART] + args).stdout
+            self.assertIn("0 chart(s) failed", out, args)
+
+    def test_schema_refuses_wrong_values_with_clear_messages(self):
+        p = render_text(values=[os.path.join(VALUES, "bad-schema.yaml")], check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("values don't meet the specifications of the schema", p.stderr)
+        for field in ("placement.roles.1", "health.port", "ovs.sbRemote", "metadata.sharedSecret.name"):
+            self.assertIn(field, p.stderr)
+        lint = run([HELM, "lint", CHART, "-f", os.path.join(VALUES, "bad-schema.yaml")], check=False)
+        self.assertNotEqual(lint.returncode, 0)
+
+    def test_schema_refuses_unknown_keys_and_inlined_secrets(self):
+        for bad in ("placment.roles={compute}", "metadata.sharedSecret.value=s3cr3t",
+                    "openstackPlacement.extra.auth.password=x", "global.nodeRoles.roles.gateway.label=x",
+                    "placement.role=compute-node", "logging.level=verbose"):
+            p = render_text(sets=[bad], check=False)
+            self.assertNotEqual(p.returncode, 0, bad)
+            self.assertIn("schema", p.stderr, bad)
+
+
+class TestDefaultProfile(ChartCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.objs = render()
+        cls.spec = pod_spec(cls.objs)
+        cls.container = cls.spec["containers"][0]
+
+    def test_kinds(self):
+        self.assertEqual(sorted(self.objs), ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet",
+                                             "ServiceAccount"])
+
+    def test_daemonset_host_network_priority_node_name(self):
+        self.assertIs(self.spec["hostNetwork"], True)
+        self.assertEqual(self.spec["dnsPolicy"], "ClusterFirstWithHostNet")
+        self.assertEqual(self.spec["priorityClassName"], "system-node-critical")
+        self.assertEqual(self.spec["serviceAccountName"], SA_NAME)
+        self.assertIn({"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+                      self.container["env"])
+        self.assertEqual(self.container["args"], ["--config", "/etc/openkeel-node-agent/agent.yaml"])
+
+    def test_probes_on_the_health_port(self):
+        self.assertEqual(self.container["livenessProbe"]["httpGet"], {"path": "/healthz", "port": 19874,
+                                                                      "scheme": "HTTP"})
+        self.assertEqual(self.container["readinessProbe"]["httpGet"], {"path": "/readyz", "port": 19874,
+                                                                       "scheme": "HTTP"})
+        self.assertEqual(agent_config(self.objs)["health"]["listen"], "0.0.0.0:19874")
+
+    def test_grace_period_covers_the_gateway_drain(self):
+        drain = agent_config(self.objs)["ovs"]["drainTimeoutSeconds"]
+        self.assertGreater(self.spec["terminationGracePeriodSeconds"], drain)
+
+    def test_rolling_update_from_values(self):
+        self.assertEqual(self.objs["DaemonSet"]["spec"]["updateStrategy"],
+                         {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})
+        objs = render(sets=["updateStrategy.maxUnavailable=0", "updateStrategy.maxSurge=1"])
+        self.assertEqual(objs["DaemonSet"]["spec"]["updateStrategy"]["rollingUpdate"],
+                         {"maxUnavailable": 0, "maxSurge": 1})
+
+    def test_affinity_one_term_per_role_default_keys(self):
+        self.assertNotIn("nodeSelector", self.spec)
+        terms = self.spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"]
+        self.assertEqual(terms, [role_term("node-role.openkeel.io/compute"),
+                                 role_term("node-role.openkeel.io/network")])
+
+    def test_tolerations_of_every_listed_role_plus_reserved(self):
+        self.assertEqual(self.spec["tolerations"], [toleration("node-role.openkeel.io/compute"),
+                                                    toleration("node-role.openkeel.io/network"), RESERVED])
+
+    def test_least_privilege(self):
+        sc = self.container["securityContext"]
+        self.assertEqual(sc["capabilities"], {"drop": ["ALL"], "add": ["NET_ADMIN", "SYS_ADMIN"]})
+        self.assertIs(sc["readOnlyRootFilesystem"], True)
+        # Bidirectional propagation is accepted by the API server in privileged containers only.
+        self.assertIs(sc["privileged"], True)
+        host_paths = sorted(v["hostPath"]["path"] for v in self.spec["volumes"] if "hostPath" in v)
+        self.assertEqual(host_paths, ["/run/netns", "/var/lib/openkeel-node-agent", "/var/run/openvswitch"])
+        mounts = {m["name"]: m for m in self.container["volumeMounts"]}
+        self.assertEqual(mounts["netns"]["mountPropagation"], "Bidirectional")
+        self.assertEqual(mounts["netns"]["mountPath"], "/run/netns")
+        self.assertEqual(mounts["ovs-run"]["mountPath"], "/var/run/openvswitch")
+        self.assertNotIn("hostPID", self.spec)
+        self.assertNotIn("hostIPC", self.spec)
+
+    def test_unprivileged_without_bidirectional_mount(self):
+        for sets in (["metadata.enabled=false"], ["metadata.netnsMountPropagation=HostToContainer"]):
+            objs = render(sets=sets)
+            c = pod_spec(objs)["containers"][0]
+            self.assertIs(c["securityContext"]["privileged"], False, sets)
+            self.assertIs(c["securityContext"]["allowPrivilegeEscalation"], False, sets)
+            self.assertEqual(c["securityContext"]["capabilities"]["add"], ["NET_ADMIN", "SYS_ADMIN"])
+        spec = pod_spec(render(sets=["metadata.enabled=false"]))
+        self.assertNotIn("/run/netns", [v.get("hostPath", {}).get("path") for v in spec["volumes"]])
+
+    def test_secrets_by_name_never_inlined(self):
+        vols = {v["name"]: v for v in self.spec["volumes"]}
+        md = vols["metadata-secrets"]["projected"]["sources"]
+        self.assertEqual(md, [{"secret": {"name": "nova-metadata-shared-secret",
+                                          "items": [{"key": "shared-secret", "path": "shared-secret"}]}}])
+        pl = vols["placement-secrets"]["projected"]["sources"]
+        self.assertEqual(pl, [{"secret": {"name": "openkeel-node-agent-clouds",
+                                          "items": [{"key": "clouds.yaml", "path": "clouds.yaml"}]}}])
+        mounts = {m["name"]: m["mountPath"] for m in self.container["volumeMounts"]}
+        self.assertEqual(mounts["metadata-secrets"], "/etc/openkeel-node-agent/metadata")
+        self.assertEqual(mounts["placement-secrets"], "/etc/openkeel-node-agent/placement")
+        self.assertNotIn("Secret", self.objs)
+
+    def test_rbac_exactly_what_the_agent_needs(self):
+        self.assertEqual(self.objs["ClusterRole"]["rules"], [
+            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch", "patch"]},
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]},
+            {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]}])
+        binding = self.objs["ClusterRoleBinding"]
+        self.assertEqual(binding["roleRef"]["name"], self.objs["ClusterRole"]["metadata"]["name"])
+        self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount", "name": SA_NAME, "namespace": NAMESPACE}])
+
+    def test_config_file(self):
+        cfg = agent_config(self.objs)
+        self.assertEqual(cfg["nodeRoles"]["profile"], "default")
+        for role in ROLES:
+            kebab = KEBAB.get(role, role)
+            self.assertEqual(cfg["nodeRoles"]["roles"][role], {
+                "label": "node-role.openkeel.io/" + kebab,
+                "taint": {"key": "node-role.openkeel.io/" + kebab, "effect": "NoSchedule"}})
+        self.assertEqual(cfg["ovs"]["remote"], "unix:/var/run/openvswitch/db.sock")
+        self.assertEqual(cfg["placement"]["cloudsFile"], "/etc/openkeel-node-agent/placement/clouds.yaml")
+        self.assertEqual(cfg["placement"]["stateFile"], "/var/lib/openkeel-node-agent/placement-state.json")
+        self.assertEqual(cfg["placement"]["cloud"], "openkeel")
+        md = cfg["metadata"]
+        self.assertEqual(md["sharedSecretFile"], "/etc/openkeel-node-agent/metadata/shared-secret")
+        self.assertEqual(md["nova"]["host"], "nova-metadata.openstack.svc")
+        self.assertEqual(md["nova"]["port"], 8775)
+        self.assertIs(md["ipv6"], True)
+        self.assertNotIn("limits", md)
+        for secretish in ("password", "token", "s3cr3t"):
+            self.assertNotIn(secretish, self.objs["ConfigMap"]["data"]["agent.yaml"])
+
+    def test_metadata_overrides_and_tls(self):
+        cfg = agent_config(render(sets=["metadata.limits.maxConnections=64", "metadata.nova.protocol=https",
+                                        "metadata.nova.tlsSecret=nova-tls", "metadata.nova.clientCert=true",
+                                        "ovs.sbRemote=ssl:10.0.0.5:6642\\,ssl:10.0.0.6:6642"]))
+        self.assertEqual(cfg["metadata"]["limits"], {"maxConnections": 64})
+        self.assertEqual(cfg["metadata"]["nova"]["caFile"], "/etc/openkeel-node-agent/metadata/nova-tls/ca.crt")
+        self.assertEqual(cfg["metadata"]["nova"]["clientKeyFile"],
+                         "/etc/openkeel-node-agent/metadata/nova-tls/tls.key")
+        self.assertEqual(cfg["ovs"]["sbRemote"], "ssl:10.0.0.5:6642,ssl:10.0.0.6:6642")
+
+    def test_node_patch_policy(self):
+        objs = render(sets=["nodePatchPolicy.enabled=true"])
+        vap = objs["ValidatingAdmissionPolicy"]
+        self.assertEqual(vap["apiVersion"], "admissionregistration.k8s.io/v1")
+        self.assertIn("system:serviceaccount:%s:%s" % (NAMESPACE, SA_NAME),
+                      vap["spec"]["matchConditions"][0]["expression"])
+        self.assertIn("authentication.kubernetes.io/node-name", vap["spec"]["validations"][0]["expression"])
+        self.assertEqual(objs["ValidatingAdmissionPolicyBinding"]["spec"]["policyName"], vap["metadata"]["name"])
+        self.assertEqual(objs["ValidatingAdmissionPolicyBinding"]["spec"]["validationActions"], ["Deny"])
+        old = run([HELM, "template", RELEASE, CHART, "--kube-version", "1.29.0", "--set", "nodePatchPolicy.enabled=true"],
+                  check=False)
+        self.assertNotEqual(old.returncode, 0)
+        self.assertIn("nodePatchPolicy.enabled needs Kubernetes >= 1.30", old.stderr)
+        run([HELM, "template", RELEASE, CHART, "--kube-version", "1.30.0", "--set", "nodePatchPolicy.enabled=true"])
+
+
+class TestPlacementVariants(ChartCase):
+    def test_hardened_profile_keys_in_affinity_and_config(self):
+        for source in ({"values": [os.path.join(VALUES, "hardened-okadm.yaml")]},
+                       {"sets": ["global.nodeRoles.profile=hardened"]}):
+            objs = render(**source)
+            spec = pod_spec(objs)
+            terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+                "nodeSelectorTerms"]
+            self.assertEqual(terms, [role_term("node-restriction.kubernetes.io/openkeel-compute"),
+                                     role_term("node-restriction.kubernetes.io/openkeel-network")], source)
+            # NodeRestriction restricts labels, not taints: the taint keys stay the default ones.
+            self.assertEqual(spec["tolerations"], [toleration("node-role.openkeel.io/compute"),
+                                                   toleration("node-role.openkeel.io/network"), RESERVED])
+            cfg = agent_config(objs)["nodeRoles"]["roles"]
+            for role in ROLES:
+                self.assertEqual(cfg[role]["label"],
+                                 "node-restriction.kubernetes.io/openkeel-" + KEBAB.get(role, role), source)
+
+    def test_single_role_is_a_node_selector(self):
+        spec = pod_spec(render(sets=["placement.role=network"]))
+        self.assertEqual(spec["nodeSelector"], {"node-role.openkeel.io/network": ""})
+        self.assertNotIn("affinity", spec)
+        self.assertEqual(spec["tolerations"], [toleration("node-role.openkeel.io/network"), RESERVED])
+
+    def test_role_given_by_node_selector_terms(self):
+        objs = render(sets=["global.nodeRoles.roles.network.nodeSelectorTerms[0].matchExpressions[0].key="
+                            "example.com/gateway",
+                            "global.nodeRoles.roles.network.nodeSelectorTerms[0].matchExpressions[0].operator=Exists"])
+        terms = pod_spec(objs)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"]
+        self.assertEqual(terms, [role_term("node-role.openkeel.io/compute"),
+                                 {"matchExpressions": [{"key": "example.com/gateway", "operator": "Exists"}]}])
+        self.assertNotIn("label", agent_config(objs)["nodeRoles"]["roles"]["network"])
+
+    def test_taints_rendered_whether_or_not_nodes_are_tainted(self):
+        for taints in ("true", "false"):
+            spec = pod_spec(render(sets=["global.nodeRoles.taints=" + taints]))
+            self.assertEqual(len(spec["tolerations"]), 3)
+
+    def test_extra_tolerations_value(self):
+        spec = pod_spec(render(sets=["placement.extraTolerations=null"]))
+        self.assertEqual(spec["tolerations"], [toleration("node-role.openkeel.io/compute"),
+                                               toleration("node-role.openkeel.io/network")])
+
+    def test_raw_overrides_win(self):
+        spec = pod_spec(render(values=[os.path.join(VALUES, "raw-overrides.yaml")]))
+        self.assertEqual(spec["nodeSelector"], {"kubernetes.io/hostname": "cmp-01"})
+        self.assertEqual(list(spec["affinity"]["nodeAffinity"]), ["preferredDuringSchedulingIgnoredDuringExecution"])
+        self.assertEqual(spec["tolerations"], [{"operator": "Exists"}])
+        self.assertEqual(spec["priorityClassName"], "openkeel-infra-critical")
+
+    def test_force_downscale_selects_no_node_whatever_else_is_set(self):
+        for values in ([], [os.path.join(VALUES, "raw-overrides.yaml")]):
+            spec = pod_spec(render(values=values, sets=["forceDownscale=true"]))
+            self.assertEqual(spec["nodeSelector"]["openkeel.io/forced-downscale"], "true", values)
+        spec = pod_spec(render(sets=["forceDownscale=true"]))
+        self.assertIn("affinity", spec)   # the rest of the placement is unchanged
+
+
+class TestOfflineSchemaValidation(ChartCase):
+    VARIANTS = [[], ["-f", "hardened-okadm.yaml"], ["--set", "forceDownscale=true"], ["-f", "raw-overrides.yaml"],
+                ["--set", "nodePatchPolicy.enabled=true"], ["--set", "metadata.enabled=false"],
+                ["--set", "metadata.nova.tlsSecret=nova-tls", "--set", "openstackPlacement.caSecret.name=ca"]]
+
+    def test_every_variant_validates(self):
+        for variant in self.VARIANTS:
+            args = [a if not a.endswith(".yaml") else os.path.join(VALUES, a) for a in variant]
+            text = run([HELM, "template", RELEASE, CHART, "--namespace", NAMESPACE] + args).stdout
+            objs = [d for d in yaml.safe_load_all(text) if d]
+            ok, out = validate_offline(objs)
+            self.assertTrue(ok, "%s:\n%s" % (variant, out))
+            self.assertIn("%d objects, 0 problems" % len(objs), out)
+
+    def test_the_validator_catches_breakage(self):
+        objs = list(render(sets=["nodePatchPolicy.enabled=true"]).values())
+        ds = next(o for o in objs if o["kind"] == "DaemonSet")
+        c = ds["spec"]["template"]["spec"]["containers"][0]
+        c["volumeMounts"][0]["mountPropogation"] = "Bidirectional"         # unknown field
+        c["securityContext"]["capabilities"]["add"] = [7]                  # wrong type
+        ds["spec"]["updateStrategy"]["type"] = "Rolling"                   # not in the enum
+        del ds["spec"]["selector"]                                         # required
+        ok, out = validate_offline(objs)
+        self.assertFalse(ok)
+        for needle in ("mountPropogation: unknown field", "capabilities/add/0 must be string",
+                       "updateStrategy/type must be equal to one of the allowed values",
+                       "must have required property selector"):
+            self.assertIn(needle, out)
+
+
+@unittest.skipUnless(os.access(AGENT, os.X_OK), "agent binary not built (%s)" % AGENT)
+class TestAgentAcceptsTheRenderedConfig(ChartCase):
+    """The agent's own strict parser reads the chart's config and derives the roles the chart placed
+    the pods with. metadata is off here until the agent's parser knows the metadata section."""
+
+    def dry_run(self, sets, node):
+        cfg = agent_config(render(sets=["metadata.enabled=false"] + sets))
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+            yaml.safe_dump(cfg, f)
+            f.flush()
+            p = subprocess.run([AGENT, "--dry-run", "--config", f.name, "--node-file",
+                                os.path.join(ROOT, "tests", "data", node), "--output", "json"],
+                               capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return json.loads(p.stdout)
+
+    def test_default_profile(self):
+        self.assertEqual(sorted(self.dry_run([], "lab-1.node.yaml")["roles"]),
+                         ["compute", "controlPlane", "network", "storage"])
+        self.assertEqual(self.dry_run([], "ok-net-2.node.json")["roles"], [])
+
+    def test_hardened_profile(self):
+        plan = self.dry_run(["global.nodeRoles.profile=hardened"], "ok-net-2.node.json")
+        self.assertEqual(plan["roles"], ["network"])
+        self.assertEqual(self.dry_run(["global.nodeRoles.profile=hardened"], "lab-1.node.yaml")["roles"], [])
+
+
+if __name__ == "__main__":
+    unittest.main()
