@@ -28,6 +28,9 @@ struct DesiredProvider {
   Inventories inventories;
   // The traits the agent wants on the provider (before the check against the server's list).
   Traits traits;
+  // Classes whose allocation_ratio no one configured: the value in Placement is kept, and the
+  // inventory's ratio (the initial one) applies only when the class is new (Nova's rule).
+  std::set<std::string> ratioFromServer;
 };
 
 /** A non-VM pod and its effective requests (for the over-commit warning). */
