@@ -23,7 +23,8 @@ class FakePlacement final : public placement::Api {
   };
 
   std::map<std::string, Entry> providers;
-  placement::Traits catalog{"COMPUTE_STATUS_DISABLED", "HW_CPU_X86_AVX", "HW_CPU_X86_AESNI",
+  placement::Traits catalog{"COMPUTE_NODE",     "COMPUTE_STATUS_DISABLED",
+                            "HW_CPU_X86_AVX",   "HW_CPU_X86_AESNI",
                             "HW_CPU_X86_SSE42", "COMPUTE_NET_VIRTIO_PACKED"};
   std::string version = "1.39";
   // Every call fails as if the connection was refused.

@@ -22,6 +22,7 @@ class ReconcilerTest : public ::testing::Test {
     config_.debounce = 200ms;
     config_.stateFile = stateFile_;
     config_.resyncInterval = std::chrono::seconds(0);
+    config_.capabilityTraits = {};
     config_.backoff.initial = 5ms;
     config_.backoff.max = 20ms;
     node_.name = "cmp-1";
@@ -93,7 +94,7 @@ TEST_F(ReconcilerTest, FirstPushCreatesTheTree) {
   EXPECT_EQ(root().provider.name, "cmp-1");
   EXPECT_EQ(root().inventories.at("VCPU"), (Inventory{16, 2, 1, 16, 1, 4.0}));
   EXPECT_EQ(root().inventories.at("MEMORY_MB"), (Inventory{65536, 1024, 1, 65536, 1, 1.0}));
-  EXPECT_EQ(root().traits, (Traits{"CUSTOM_LAB", "HW_CPU_X86_AVX"}));
+  EXPECT_EQ(root().traits, (Traits{"COMPUTE_NODE", "CUSTOM_LAB", "HW_CPU_X86_AVX"}));
   ASSERT_EQ(fake_.providers.size(), 2u);
   const auto& child =
       std::find_if(fake_.providers.begin(), fake_.providers.end(), [](const auto& kv) {
@@ -168,7 +169,7 @@ TEST_F(ReconcilerTest, NodeChangesSkipTheStepAndTheWindow) {
   ASSERT_TRUE(runUntil([&] { return root().inventories.at("VCPU").total == 12; }));
   node_.unschedulable = false;
   r->update(node_, {}, true);
-  ASSERT_TRUE(runUntil([&] { return root().traits.empty(); }));
+  ASSERT_TRUE(runUntil([&] { return root().traits == Traits{"COMPUTE_NODE"}; }));
 }
 
 TEST_F(ReconcilerTest, ConcurrentWriterIsRetried) {
@@ -220,7 +221,8 @@ TEST_F(ReconcilerTest, TraitOwnershipSurvivesRestart) {
   node_.labels["cpu-feature.node.kubevirt.io/avx"] = "true";
   r->update(node_, {}, true);
   ASSERT_TRUE(runUntil([&] { return !root().traits.count("CUSTOM_A"); }));
-  EXPECT_EQ(root().traits, (Traits{"CUSTOM_B", "CUSTOM_OPERATOR", "HW_CPU_X86_AVX"}));
+  EXPECT_EQ(root().traits,
+            (Traits{"COMPUTE_NODE", "CUSTOM_B", "CUSTOM_OPERATOR", "HW_CPU_X86_AVX"}));
 
   // Restart: a new reconciler reads what it owns from the state file.
   r.reset();
@@ -228,7 +230,7 @@ TEST_F(ReconcilerTest, TraitOwnershipSurvivesRestart) {
   node_.labels.clear();
   r->update(node_, {}, true);
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
-  EXPECT_EQ(root().traits, (Traits{"CUSTOM_OPERATOR", "HW_CPU_X86_AVX"}))
+  EXPECT_EQ(root().traits, (Traits{"COMPUTE_NODE", "CUSTOM_OPERATOR", "HW_CPU_X86_AVX"}))
       << "CUSTOM_B was the agent's; AVX was set by the operator first, so it stays";
 }
 
@@ -238,7 +240,7 @@ TEST_F(ReconcilerTest, UnknownStandardTraitIsSkipped) {
                   {"cpu-feature.node.kubevirt.io/sse4.2", "true"}};
   r->update(node_, {}, true);
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
-  EXPECT_EQ(root().traits, (Traits{"HW_CPU_X86_SSE42"}));
+  EXPECT_EQ(root().traits, (Traits{"COMPUTE_NODE", "HW_CPU_X86_SSE42"}));
 }
 
 TEST_F(ReconcilerTest, ProviderWithTheNameButAnotherUuidIsReportedNotAdopted) {
@@ -485,6 +487,27 @@ TEST_F(ReconcilerTest, StartingWithoutTheRoleClosesAnExistingProviderOnly) {
   r->update(node_, {pod("a", "1", "1Gi")}, true);
   settle(100ms);
   EXPECT_EQ(fake_.total(), before);
+}
+
+// Issue 10, "who owns the allocation ratio": Nova's rule.
+TEST_F(ReconcilerTest, RatioSetInPlacementIsKeptUnlessConfigured) {
+  auto r = make();
+  r->update(node_, {pod("a", "1", "1Gi")}, true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  EXPECT_DOUBLE_EQ(root().inventories.at("VCPU").allocationRatio, 4.0) << "initial, new class";
+  // An operator sets 8 by hand; the next write (a reservation) keeps it.
+  fake_.providers.at(kUid).inventories.at("VCPU").allocationRatio = 8;
+  ++fake_.providers.at(kUid).provider.generation;
+  r->update(node_, {pod("a", "3", "1Gi")}, true);
+  ASSERT_TRUE(runUntil([&] { return root().inventories.at("VCPU").reserved == 3; }));
+  EXPECT_DOUBLE_EQ(root().inventories.at("VCPU").allocationRatio, 8);
+  // A configured ratio is enforced.
+  r.reset();
+  config_.cpuAllocationRatio = 2;
+  r = make();
+  r->update(node_, {pod("a", "3", "1Gi")}, true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  EXPECT_DOUBLE_EQ(root().inventories.at("VCPU").allocationRatio, 2);
 }
 
 }  // namespace
