@@ -257,6 +257,11 @@ void Reconciler::scheduleResync() {
       });
 }
 
+void Reconciler::event(const std::string& reason, const std::string& message) {
+  if (events_ && eventsSent_.insert(reason + "\n" + message).second)
+    events_("Warning", reason, message);
+}
+
 void Reconciler::scheduleDeletionRetry() {
   if (syncer_->refusedDeletions().empty()) {
     deletionBackoff_.reset();
@@ -369,6 +374,7 @@ void Reconciler::afterPass(Mode mode, const core::Status& status, const DesiredP
     }
     // Not ready until the first success in this role; a re-created Node blocks registration
     // for good, so it shows whenever it holds.
+    if (syncer_->staleProvider()) event("PlacementProviderNameTaken", *syncer_->staleProvider());
     if (stillManaging && (!readyInThisRole_ || syncer_->staleProvider())) {
       health_.setReady("placement", false, status.error().message);
       readyInThisRole_ = false;
@@ -395,8 +401,12 @@ void Reconciler::afterPass(Mode mode, const core::Status& status, const DesiredP
   if (!stillManaging) return;
   readyInThisRole_ = true;
   std::string detail = "provider " + sent.root.name + " up to date";
-  for (const auto& [name, why] : syncer_->refusedDeletions())
+  for (const auto& [name, why] : syncer_->refusedDeletions()) {
     detail += "; cannot delete " + name + " (retried): " + why;
+    event("PlacementProviderInUse",
+          "cannot delete resource provider " + name +
+              " (the node no longer has that page size; retried): " + why);
+  }
   health_.setReady("placement", true, detail);
   scheduleDeletionRetry();
 }

@@ -8,8 +8,11 @@
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "core/backoff.h"
@@ -50,6 +53,14 @@ class Reconciler {
   void setActive(bool computeRole);
   /** Stops pushing for good; the provider is left as it is. */
   void stop();
+  /**
+   * Where conditions an operator must act on go as Node Events (type "Warning", a reason, a
+   * message), once per distinct condition: a child Placement refuses to delete, a provider with
+   * the node's name and another uuid. The agent passes its k8s::EventRecorder::record.
+   */
+  using EventSink =
+      std::function<void(const std::string& type, const std::string& reason, const std::string&)>;
+  void setEventSink(EventSink sink) { events_ = std::move(sink); }
 
   // Introspection (tests, bench, admin).
   bool active() const { return mode_ == Mode::Manage; }
@@ -77,6 +88,7 @@ class Reconciler {
   void onWorkerEnded(std::exception_ptr error);
   void scheduleResync();
   void scheduleDeletionRetry();
+  void event(const std::string& reason, const std::string& message);
 
   boost::asio::io_context& io_;
   PlacementConfig config_;
@@ -107,6 +119,9 @@ class Reconciler {
   std::optional<DesiredProviderTree> lastPushed_;
   std::vector<std::string> lastWarnings_;
   std::string lastError_;
+  EventSink events_;
+  // Conditions already reported as Events (reason + message).
+  std::set<std::string> eventsSent_;
 
   // The worker: one coroutine, woken through `wake_`; `pending_` + `due_` say when to run.
   boost::asio::steady_timer wake_;

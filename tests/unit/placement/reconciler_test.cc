@@ -325,6 +325,10 @@ TEST_F(ReconcilerTest, RegainingTheRoleStartsFromAFreshRead) {
 // hugepages) must not hold back the root's reservations and cordon state.
 TEST_F(ReconcilerTest, RefusedChildDeletionDoesNotHoldTheRootBack) {
   auto r = make();
+  std::vector<std::string> events;
+  r->setEventSink([&](const std::string& type, const std::string& reason, const std::string&) {
+    events.push_back(type + " " + reason);
+  });
   r->update(node_, {pod("a", "1", "1Gi")}, true);
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
   const std::string child = uuid5(std::string(kUid) + "/hugepages-1Gi");
@@ -344,6 +348,7 @@ TEST_F(ReconcilerTest, RefusedChildDeletionDoesNotHoldTheRootBack) {
             std::string::npos)
       << health_.readiness()[0].detail;
   EXPECT_EQ(metric("okna_placement_deletions_refused"), 1);
+  EXPECT_EQ(events, std::vector<std::string>{"Warning PlacementProviderInUse"}) << "once";
   // The VMs leave: the child goes, and so does the detail.
   fake_.inUse.clear();
   ASSERT_TRUE(runUntil([&] { return !fake_.providers.count(child); }));
