@@ -19,6 +19,13 @@ auto log() {
   return core::logger("placement");
 }
 
+// Handlers and the worker may outlive the Reconciler (the worker's frame holds a copy of the
+// flag): the flag, not the pointer, says whether `this` is still there.
+bool stillAlive(const std::weak_ptr<bool>& alive) {
+  auto p = alive.lock();
+  return p && *p;
+}
+
 // The pods behind a class's reservation, largest first, for the over-commit warning.
 std::string topPods(const DesiredProviderTree& t, const std::string& rc) {
   std::vector<PodLoad> pods = t.nonVmPods;
@@ -167,7 +174,7 @@ void Reconciler::start() {
   loopRunning_ = true;
   asio::co_spawn(io_, run(alive_),
                  [this, alive = std::weak_ptr<bool>(alive_)](std::exception_ptr error) {
-                   if (alive.lock()) onWorkerEnded(error);
+                   if (stillAlive(alive)) onWorkerEnded(error);
                  });
 }
 
@@ -195,7 +202,7 @@ void Reconciler::onWorkerEnded(std::exception_ptr error) {
   restart_.expires_after(delay);
   restart_.async_wait(
       [this, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
-        if (!ec && alive.lock() && !stopped_) start();
+        if (!ec && stillAlive(alive) && !stopped_) start();
       });
 }
 
@@ -247,7 +254,7 @@ void Reconciler::scheduleResync() {
   resync_.expires_after(config_.resyncInterval);
   resync_.async_wait(
       [this, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
-        if (!alive.lock()) return;
+        if (!stillAlive(alive)) return;
         resyncArmed_ = false;
         if (ec || stopped_ || mode_ == Mode::Idle) return;
         // Repairs what was changed behind the agent's back (an inventory deleted by hand).
@@ -272,7 +279,7 @@ void Reconciler::scheduleDeletionRetry() {
   deletionRetry_.expires_after(deletionBackoff_.next());
   deletionRetry_.async_wait(
       [this, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
-        if (!alive.lock()) return;
+        if (!stillAlive(alive)) return;
         deletionRetryArmed_ = false;
         if (!ec && mode_ == Mode::Manage) trigger(std::chrono::milliseconds(0));
       });
