@@ -1,5 +1,6 @@
 #include "placement/client.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "placement/desired.h"
@@ -36,17 +37,21 @@ core::Error badBody(const std::string& what, const std::string& why) {
   return core::makeError(what + ": unexpected response body (" + why + ")", 502);
 }
 
-// Parsing helpers: nlohmann throws on type mismatches; the exception stays inside this file.
+// The answer of `exchange` read by `f`: nlohmann throws on type mismatches, and the exception
+// stays inside this file as a 502-coded error naming the request.
 template <typename F>
-auto parseBody(const std::string& what, const std::string& body, F&& f)
+auto decode(core::Result<json> j, const std::string& what, F&& f)
     -> core::Result<decltype(f(json()))> {
-  auto j = json::parse(body, nullptr, false);
-  if (j.is_discarded()) return badBody(what, "not JSON");
+  if (!j) return j.error();
   try {
-    return f(j);
+    return f(*j);
   } catch (const json::exception& e) {
     return badBody(what, e.what());
   }
+}
+
+std::int64_t generationOf(const json& j) {
+  return j.at("resource_provider_generation").get<std::int64_t>();
 }
 
 Provider providerFrom(const json& p) {
@@ -113,11 +118,23 @@ Task<core::Result<core::HttpResponse>> ApiImpl::call(std::string method, std::st
   }
 }
 
-Task<core::Result<std::string>> ApiImpl::maxMicroversion() {
-  auto r = co_await call("GET", "/", kReadMicroversion);
+Task<core::Result<json>> ApiImpl::exchange(std::string method, std::string path,
+                                           const char* microversion, std::string body,
+                                           long accepted, long alsoAccepted) {
+  const std::string what = method + " " + path;
+  auto r = co_await call(std::move(method), std::move(path), microversion, std::move(body));
   if (!r) co_return r.error();
-  if (r->status != 200) co_return httpError("GET /", *r);
-  co_return parseBody("GET /", r->body, [](const json& j) {
+  if (r->status != accepted && (alsoAccepted == 0 || r->status != alsoAccepted))
+    co_return httpError(what, *r);
+  if (r->body.empty()) co_return json();
+  auto j = json::parse(r->body, nullptr, false);
+  if (j.is_discarded()) co_return badBody(what, "not JSON");
+  co_return j;
+}
+
+Task<core::Result<std::string>> ApiImpl::maxMicroversion() {
+  auto reply = co_await exchange("GET", "/", kReadMicroversion);
+  co_return decode(std::move(reply), "GET /", [](const json& j) {
     std::string best;
     for (const auto& v : j.at("versions"))
       if (best.empty() || minorOf(v.at("max_version").get<std::string>()) > minorOf(best))
@@ -128,10 +145,8 @@ Task<core::Result<std::string>> ApiImpl::maxMicroversion() {
 
 Task<core::Result<std::vector<Provider>>> ApiImpl::providersInTree(const std::string& rootUuid) {
   const std::string path = "/resource_providers?in_tree=" + rootUuid;
-  auto r = co_await call("GET", path, kReadMicroversion);
-  if (!r) co_return r.error();
-  if (r->status != 200) co_return httpError("GET " + path, *r);
-  co_return parseBody("GET " + path, r->body, [](const json& j) {
+  auto reply = co_await exchange("GET", path, kReadMicroversion);
+  co_return decode(std::move(reply), path, [](const json& j) {
     std::vector<Provider> out;
     for (const auto& p : j.at("resource_providers")) out.push_back(providerFrom(p));
     return out;
@@ -152,10 +167,8 @@ Task<core::Result<std::optional<Provider>>> ApiImpl::providerByName(const std::s
     }
   }
   const std::string path = "/resource_providers?name=" + q;
-  auto r = co_await call("GET", path, kReadMicroversion);
-  if (!r) co_return r.error();
-  if (r->status != 200) co_return httpError("GET " + path, *r);
-  co_return parseBody("GET " + path, r->body, [](const json& j) -> std::optional<Provider> {
+  auto reply = co_await exchange("GET", path, kReadMicroversion);
+  co_return decode(std::move(reply), path, [](const json& j) -> std::optional<Provider> {
     const json& list = j.at("resource_providers");
     if (list.empty()) return std::nullopt;
     return providerFrom(list.at(0));
@@ -167,27 +180,22 @@ Task<core::Result<Provider>> ApiImpl::createProvider(const std::string& name,
                                                      const std::string& parentUuid) {
   json body{{"name", name}, {"uuid", uuid}};
   if (!parentUuid.empty()) body["parent_provider_uuid"] = parentUuid;
-  auto r = co_await call("POST", "/resource_providers", kWriteMicroversion, body.dump());
-  if (!r) co_return r.error();
-  if (r->status != 200) co_return httpError("POST /resource_providers " + name, *r);
-  co_return parseBody("POST /resource_providers", r->body,
-                      [](const json& j) { return providerFrom(j); });
+  auto reply = co_await exchange("POST", "/resource_providers", kWriteMicroversion, body.dump());
+  co_return decode(std::move(reply), "POST /resource_providers " + name,
+                   [](const json& j) { return providerFrom(j); });
 }
 
 Task<core::Status> ApiImpl::deleteProvider(const std::string& uuid) {
-  const std::string path = "/resource_providers/" + uuid;
-  auto r = co_await call("DELETE", path, kWriteMicroversion);
+  auto r =
+      co_await exchange("DELETE", "/resource_providers/" + uuid, kWriteMicroversion, "", 204, 404);
   if (!r) co_return r.error();
-  if (r->status != 204 && r->status != 404) co_return httpError("DELETE " + path, *r);
   co_return core::Status{};
 }
 
 Task<core::Result<InventoriesView>> ApiImpl::inventories(const std::string& uuid) {
   const std::string path = "/resource_providers/" + uuid + "/inventories";
-  auto r = co_await call("GET", path, kReadMicroversion);
-  if (!r) co_return r.error();
-  if (r->status != 200) co_return httpError("GET " + path, *r);
-  co_return parseBody("GET " + path, r->body, [](const json& j) {
+  auto reply = co_await exchange("GET", path, kReadMicroversion);
+  co_return decode(std::move(reply), path, [](const json& j) {
     InventoriesView v;
     v.generation = j.at("resource_provider_generation").get<std::int64_t>();
     for (const auto& [rc, inv] : j.at("inventories").items())
@@ -205,20 +213,14 @@ Task<core::Result<std::int64_t>> ApiImpl::putInventories(const std::string& uuid
   const std::string path = "/resource_providers/" + uuid + "/inventories";
   const json body{{"resource_provider_generation", generation},
                   {"inventories", inventoriesToJson(inventories)}};
-  auto r = co_await call("PUT", path, kWriteMicroversion, body.dump());
-  if (!r) co_return r.error();
-  if (r->status != 200) co_return httpError("PUT " + path, *r);
-  co_return parseBody("PUT " + path, r->body, [](const json& j) {
-    return j.at("resource_provider_generation").get<std::int64_t>();
-  });
+  auto reply = co_await exchange("PUT", path, kWriteMicroversion, body.dump());
+  co_return decode(std::move(reply), path, generationOf);
 }
 
 Task<core::Result<TraitsView>> ApiImpl::providerTraits(const std::string& uuid) {
   const std::string path = "/resource_providers/" + uuid + "/traits";
-  auto r = co_await call("GET", path, kReadMicroversion);
-  if (!r) co_return r.error();
-  if (r->status != 200) co_return httpError("GET " + path, *r);
-  co_return parseBody("GET " + path, r->body, [](const json& j) {
+  auto reply = co_await exchange("GET", path, kReadMicroversion);
+  co_return decode(std::move(reply), path, [](const json& j) {
     TraitsView v;
     v.generation = j.at("resource_provider_generation").get<std::int64_t>();
     for (const auto& t : j.at("traits")) v.traits.insert(t.get<std::string>());
@@ -231,19 +233,13 @@ Task<core::Result<std::int64_t>> ApiImpl::putProviderTraits(const std::string& u
                                                             const Traits& traits) {
   const std::string path = "/resource_providers/" + uuid + "/traits";
   const json body{{"resource_provider_generation", generation}, {"traits", traits}};
-  auto r = co_await call("PUT", path, kWriteMicroversion, body.dump());
-  if (!r) co_return r.error();
-  if (r->status != 200) co_return httpError("PUT " + path, *r);
-  co_return parseBody("PUT " + path, r->body, [](const json& j) {
-    return j.at("resource_provider_generation").get<std::int64_t>();
-  });
+  auto reply = co_await exchange("PUT", path, kWriteMicroversion, body.dump());
+  co_return decode(std::move(reply), path, generationOf);
 }
 
 Task<core::Result<Traits>> ApiImpl::allTraits() {
-  auto r = co_await call("GET", "/traits", kReadMicroversion);
-  if (!r) co_return r.error();
-  if (r->status != 200) co_return httpError("GET /traits", *r);
-  co_return parseBody("GET /traits", r->body, [](const json& j) {
+  auto reply = co_await exchange("GET", "/traits", kReadMicroversion);
+  co_return decode(std::move(reply), "/traits", [](const json& j) {
     Traits out;
     for (const auto& t : j.at("traits")) out.insert(t.get<std::string>());
     return out;
@@ -251,26 +247,21 @@ Task<core::Result<Traits>> ApiImpl::allTraits() {
 }
 
 Task<core::Status> ApiImpl::createTrait(const std::string& name) {
-  auto r = co_await call("PUT", "/traits/" + name, kWriteMicroversion);
+  auto r = co_await exchange("PUT", "/traits/" + name, kWriteMicroversion, "", 201, 204);
   if (!r) co_return r.error();
-  if (r->status != 201 && r->status != 204) co_return httpError("PUT /traits/" + name, *r);
   co_return core::Status{};
 }
 
 Task<core::Status> ApiImpl::createResourceClass(const std::string& name) {
-  auto r = co_await call("PUT", "/resource_classes/" + name, kWriteMicroversion);
+  auto r = co_await exchange("PUT", "/resource_classes/" + name, kWriteMicroversion, "", 201, 204);
   if (!r) co_return r.error();
-  if (r->status != 201 && r->status != 204)
-    co_return httpError("PUT /resource_classes/" + name, *r);
   co_return core::Status{};
 }
 
 Task<core::Result<Usages>> ApiImpl::usages(const std::string& uuid) {
   const std::string path = "/resource_providers/" + uuid + "/usages";
-  auto r = co_await call("GET", path, kReadMicroversion);
-  if (!r) co_return r.error();
-  if (r->status != 200) co_return httpError("GET " + path, *r);
-  co_return parseBody("GET " + path, r->body, [](const json& j) {
+  auto reply = co_await exchange("GET", path, kReadMicroversion);
+  co_return decode(std::move(reply), path, [](const json& j) {
     Usages out;
     for (const auto& [rc, used] : j.at("usages").items()) out[rc] = used.get<std::int64_t>();
     return out;

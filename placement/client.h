@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -109,6 +110,11 @@ class ApiImpl final : public Api {
  private:
   Task<core::Result<core::HttpResponse>> call(std::string method, std::string path,
                                               const char* microversion, std::string body = "");
+  /** One request: `call`, then any status other than `accepted` (or `alsoAccepted`) becomes an
+   * error with Placement's code and detail, and a body is parsed as JSON (null when empty). */
+  Task<core::Result<nlohmann::json>> exchange(std::string method, std::string path,
+                                              const char* microversion, std::string body = "",
+                                              long accepted = 200, long alsoAccepted = 0);
 
   core::HttpClient& http_;
   Authenticator& auth_;

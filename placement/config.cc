@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/yaml_field.h"
+#include "placement/desired.h"
 
 namespace okna::placement {
 
@@ -61,6 +62,30 @@ std::chrono::milliseconds seconds(const YamlField& f, double max) {
 
 }  // namespace
 
+std::vector<std::string> defaultCapabilityTraits() {
+  return {
+      // Disk images CDI imports (query_placement_for_image_type_support).
+      "COMPUTE_IMAGE_TYPE_RAW",
+      "COMPUTE_IMAGE_TYPE_QCOW2",
+      "COMPUTE_IMAGE_TYPE_ISO",
+      // KubeVirt disk buses (hw_disk_bus, hw_cdrom_bus).
+      "COMPUTE_STORAGE_BUS_VIRTIO",
+      "COMPUTE_STORAGE_BUS_SCSI",
+      "COMPUTE_STORAGE_BUS_SATA",
+      "COMPUTE_STORAGE_BUS_USB",
+      // KubeVirt interface models (hw_vif_model).
+      "COMPUTE_NET_VIF_MODEL_VIRTIO",
+      "COMPUTE_NET_VIF_MODEL_E1000",
+      "COMPUTE_NET_VIF_MODEL_E1000E",
+      "COMPUTE_NET_VIF_MODEL_NE2K_PCI",
+      "COMPUTE_NET_VIF_MODEL_PCNET",
+      "COMPUTE_NET_VIF_MODEL_RTL8139",
+      // KubeVirt's video devices (hw_video_model): VGA, and bochs for EFI guests.
+      "COMPUTE_GRAPHICS_MODEL_VGA",
+      "COMPUTE_GRAPHICS_MODEL_BOCHS",
+  };
+}
+
 PlacementConfig parsePlacementConfig(const YamlField& f) {
   f.expectKeys({"enabled",
                 "cloud",
@@ -73,6 +98,9 @@ PlacementConfig parsePlacementConfig(const YamlField& f) {
                 "verify",
                 "cpuAllocationRatio",
                 "ramAllocationRatio",
+                "initialCpuAllocationRatio",
+                "initialRamAllocationRatio",
+                "capabilityTraits",
                 "debounceSeconds",
                 "reservedStep",
                 "perVmMemoryOverheadMb",
@@ -95,6 +123,15 @@ PlacementConfig parsePlacementConfig(const YamlField& f) {
   // Placement stores ratios as floats; 0 would make the class unusable, so 0 is refused here.
   if (auto v = f.get("cpuAllocationRatio")) c.cpuAllocationRatio = v->asDouble(0.0001, 1000);
   if (auto v = f.get("ramAllocationRatio")) c.ramAllocationRatio = v->asDouble(0.0001, 1000);
+  if (auto v = f.get("initialCpuAllocationRatio"))
+    c.initialCpuAllocationRatio = v->asDouble(0.0001, 1000);
+  if (auto v = f.get("initialRamAllocationRatio"))
+    c.initialRamAllocationRatio = v->asDouble(0.0001, 1000);
+  if (auto v = f.get("capabilityTraits")) {
+    c.capabilityTraits = v->asStringList();
+    for (const auto& t : c.capabilityTraits)
+      if (!isTraitNameShape(t)) v->fail("\"" + t + "\" is not a trait name ([A-Z0-9_]+)");
+  }
   if (auto v = f.get("debounceSeconds")) c.debounce = seconds(*v, 3600);
   if (auto s = f.get("reservedStep")) {
     s->expectKeys({"vcpu", "memoryMb"});

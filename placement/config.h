@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/backoff.h"
 
@@ -55,6 +56,9 @@ struct ReservedStep {
   std::int64_t memoryMb = 256;
 };
 
+/** What KubeVirt VMs support (README, "Traits"). */
+std::vector<std::string> defaultCapabilityTraits();
+
 struct PlacementConfig {
   // The agent manages the node's provider while the node has the compute role; false: never.
   bool enabled = true;
@@ -73,9 +77,16 @@ struct PlacementConfig {
   // PEM CA bundle for Keystone and Placement; verify=false skips TLS checks (logged).
   std::string cacert;
   bool verify = true;
-  // VCPU and MEMORY_MB allocation ratios (see README for the choice).
-  double cpuAllocationRatio = 4.0;
-  double ramAllocationRatio = 1.0;
+  // VCPU and MEMORY_MB allocation ratios, Nova's rule: when set, enforced (the Node annotation
+  // still wins); unset, the value in Placement is kept and the initial one applies to a new
+  // class only (see README for the defaults).
+  std::optional<double> cpuAllocationRatio;
+  std::optional<double> ramAllocationRatio;
+  double initialCpuAllocationRatio = 4.0;
+  double initialRamAllocationRatio = 1.0;
+  // Capability traits of the driver on the root provider, besides COMPUTE_NODE: what Nova's
+  // image-type and image-metadata prefilters look for. The default is what KubeVirt supports.
+  std::vector<std::string> capabilityTraits = defaultCapabilityTraits();
   // Pod changes are coalesced for this long before a new `reserved` is computed and sent.
   std::chrono::milliseconds debounce{30000};
   ReservedStep reservedStep;

@@ -17,17 +17,10 @@ namespace {
 constexpr std::int64_t kMiB = 1024 * 1024;
 constexpr std::int64_t kGiB = 1024 * kMiB;
 
-// KubeVirt's cpu-feature names that os-traits spells differently, as in Nova's libvirt driver
-// (nova/virt/libvirt/utils.py CPU_TRAITS_MAPPING). Everything else is upper-cased with '.'/'-'
-// removed.
+// Features outside Nova's table whose os-traits name is not the upper-cased feature name.
 const std::map<std::string, std::string>& cpuFeatureAliases() {
   static const std::map<std::string, std::string> aliases{
-      {"aes", "AESNI"},
-      {"bmi1", "BMI"},
-      {"fma", "FMA3"},
-      {"pclmuldq", "CLMUL"},
       {"pclmulqdq", "CLMUL"},
-      {"sha-ni", "SHA"},
       {"sha", "SHA"},
       {"pcid", "INTEL_PCID"},
       {"md-clear", "INTEL_MD_CLEAR"},
@@ -54,22 +47,32 @@ std::string upper(std::string s, bool dropPunct, char replacement) {
   return out;
 }
 
-// A node annotation read as a ratio; a bad value is reported and the config value kept.
-double ratioFrom(const k8s::NodeInfo& node, const char* annotation, double fallback,
-                 std::vector<std::string>& warnings) {
+// A node annotation read as a ratio; a bad value is reported and ignored.
+std::optional<double> annotatedRatio(const k8s::NodeInfo& node, const char* annotation,
+                                     std::vector<std::string>& warnings) {
   auto it = node.annotations.find(annotation);
-  if (it == node.annotations.end()) return fallback;
+  if (it == node.annotations.end()) return std::nullopt;
   char* end = nullptr;
   const double v = std::strtod(it->second.c_str(), &end);
   if (it->second.empty() || end != it->second.c_str() + it->second.size() ||
       !(v > 0 && v <= 1000)) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", fallback);
     warnings.push_back("annotation " + std::string(annotation) + "=\"" + it->second +
-                       "\" is not a number in (0, 1000]; using " + buf);
-    return fallback;
+                       "\" is not a number in (0, 1000]; ignored");
+    return std::nullopt;
   }
   return v;
+}
+
+// Nova's rule (ComputeDriver._get_allocation_ratios): a ratio someone configured (here the
+// Node annotation, then the agent config) is enforced; otherwise the value in Placement is kept
+// and the initial one applies to a new class only.
+double allocationRatio(const k8s::NodeInfo& node, const char* annotation,
+                       const std::optional<double>& configured, double initial,
+                       const char* resourceClass, DesiredProviderTree& t) {
+  if (auto v = annotatedRatio(node, annotation, t.warnings)) return *v;
+  if (configured) return *configured;
+  t.root.ratioFromServer.insert(resourceClass);
+  return initial;
 }
 
 std::int64_t allocatable(const k8s::NodeInfo& node, const std::string& key, std::int64_t divisor,
@@ -103,10 +106,62 @@ std::int64_t ceilDiv(std::int64_t a, std::int64_t b) {
 
 }  // namespace
 
-std::string cpuFeatureTrait(const std::string& feature) {
-  auto it = cpuFeatureAliases().find(feature);
-  if (it != cpuFeatureAliases().end()) return "HW_CPU_X86_" + it->second;
-  return "HW_CPU_X86_" + upper(feature, true, '_');
+const std::map<std::string, std::vector<std::string>>& novaCpuTraitsMapping() {
+  // nova/virt/libvirt/utils.py CPU_TRAITS_MAPPING (Zed and later), entry for entry: libvirt's
+  // feature names, which KubeVirt's cpu-feature labels use too.
+  static const std::map<std::string, std::vector<std::string>> table{
+      {"3dnow", {"HW_CPU_X86_3DNOW"}},
+      {"abm", {"HW_CPU_X86_ABM"}},
+      {"aes", {"HW_CPU_X86_AESNI"}},
+      {"avx", {"HW_CPU_X86_AVX"}},
+      {"avx2", {"HW_CPU_X86_AVX2"}},
+      {"avx512bw", {"HW_CPU_X86_AVX512BW"}},
+      {"avx512cd", {"HW_CPU_X86_AVX512CD"}},
+      {"avx512dq", {"HW_CPU_X86_AVX512DQ"}},
+      {"avx512er", {"HW_CPU_X86_AVX512ER"}},
+      {"avx512f", {"HW_CPU_X86_AVX512F"}},
+      {"avx512pf", {"HW_CPU_X86_AVX512PF"}},
+      {"avx512vl", {"HW_CPU_X86_AVX512VL"}},
+      {"avx512vnni", {"HW_CPU_X86_AVX512VNNI"}},
+      {"avx512vbmi", {"HW_CPU_X86_AVX512VBMI"}},
+      {"avx512ifma", {"HW_CPU_X86_AVX512IFMA"}},
+      {"avx512vbmi2", {"HW_CPU_X86_AVX512VBMI2"}},
+      {"avx512bitalg", {"HW_CPU_X86_AVX512BITALG"}},
+      {"vaes", {"HW_CPU_X86_AVX512VAES"}},
+      {"gfni", {"HW_CPU_X86_AVX512GFNI"}},
+      {"vpclmulqdq", {"HW_CPU_X86_AVX512VPCLMULQDQ"}},
+      {"avx512-vpopcntdq", {"HW_CPU_X86_AVX512VPOPCNTDQ"}},
+      {"bmi1", {"HW_CPU_X86_BMI"}},
+      {"bmi2", {"HW_CPU_X86_BMI2"}},
+      {"pclmuldq", {"HW_CPU_X86_CLMUL"}},
+      {"f16c", {"HW_CPU_X86_F16C"}},
+      {"fma", {"HW_CPU_X86_FMA3"}},
+      {"fma4", {"HW_CPU_X86_FMA4"}},
+      {"mmx", {"HW_CPU_X86_MMX"}},
+      {"mpx", {"HW_CPU_X86_MPX"}},
+      {"sha-ni", {"HW_CPU_X86_SHA"}},
+      {"sse", {"HW_CPU_X86_SSE"}},
+      {"sse2", {"HW_CPU_X86_SSE2"}},
+      {"sse3", {"HW_CPU_X86_SSE3"}},
+      {"sse4.1", {"HW_CPU_X86_SSE41"}},
+      {"sse4.2", {"HW_CPU_X86_SSE42"}},
+      {"sse4a", {"HW_CPU_X86_SSE4A"}},
+      {"ssse3", {"HW_CPU_X86_SSSE3"}},
+      // Nova keeps the old generic trait next to the vendor one.
+      {"svm", {"HW_CPU_X86_SVM", "HW_CPU_X86_AMD_SVM"}},
+      {"tbm", {"HW_CPU_X86_TBM"}},
+      {"vmx", {"HW_CPU_X86_VMX", "HW_CPU_X86_INTEL_VMX"}},
+      {"xop", {"HW_CPU_X86_XOP"}},
+  };
+  return table;
+}
+
+std::vector<std::string> cpuFeatureTraits(const std::string& feature) {
+  if (auto it = novaCpuTraitsMapping().find(feature); it != novaCpuTraitsMapping().end())
+    return it->second;
+  if (auto it = cpuFeatureAliases().find(feature); it != cpuFeatureAliases().end())
+    return {"HW_CPU_X86_" + it->second};
+  return {"HW_CPU_X86_" + upper(feature, true, '_')};
 }
 
 bool isTraitNameShape(const std::string& name) {
@@ -163,8 +218,10 @@ DesiredProviderTree planPlacement(const PlacementConfig& config, const k8s::Node
     return a.requests.cpuMillis > b.requests.cpuMillis;
   });
 
-  const double cpuRatio = ratioFrom(node, kCpuRatioAnnotation, config.cpuAllocationRatio, w);
-  const double ramRatio = ratioFrom(node, kRamRatioAnnotation, config.ramAllocationRatio, w);
+  const double cpuRatio = allocationRatio(node, kCpuRatioAnnotation, config.cpuAllocationRatio,
+                                          config.initialCpuAllocationRatio, "VCPU", t);
+  const double ramRatio = allocationRatio(node, kRamRatioAnnotation, config.ramAllocationRatio,
+                                          config.initialRamAllocationRatio, "MEMORY_MB", t);
   const std::int64_t cpus = allocatable(node, "cpu", 1, w);
   std::int64_t pcpus = 0;
   if (auto it = node.annotations.find(kDedicatedCpusAnnotation); it != node.annotations.end()) {
@@ -195,13 +252,18 @@ DesiredProviderTree planPlacement(const PlacementConfig& config, const k8s::Node
     t.root.inventories["VCPU"] =
         inventory(vcpus, clamp("VCPU", ceilDiv(t.nonVmRequests.cpuMillis, 1000), vcpus), cpuRatio);
   if (pcpus >= 1) t.root.inventories["PCPU"] = inventory(pcpus, 0, 1.0);
+  if (pcpus < 1) t.root.ratioFromServer.erase("PCPU");
+  if (vcpus < 1) t.root.ratioFromServer.erase("VCPU");
   // The kubelet already took pre-allocated hugepages out of allocatable.memory: no second cut.
   const std::int64_t memMb = allocatable(node, "memory", kMiB, w);
   const std::int64_t memReserved =
       ceilDiv(t.nonVmRequests.memoryBytes, kMiB) + config.perVmMemoryOverheadMb * t.vmPods;
-  if (memMb >= 1)
+  if (memMb >= 1) {
     t.root.inventories["MEMORY_MB"] =
         inventory(memMb, clamp("MEMORY_MB", memReserved, memMb), ramRatio);
+  } else {
+    t.root.ratioFromServer.erase("MEMORY_MB");
+  }
 
   for (const auto& [key, value] : node.allocatable) {
     if (!key.starts_with("hugepages-")) continue;
@@ -232,11 +294,12 @@ DesiredProviderTree planPlacement(const PlacementConfig& config, const k8s::Node
     if (key.starts_with(kCpuFeatureLabelPrefix)) {
       if (value != "true") continue;
       const std::string feature = key.substr(std::string(kCpuFeatureLabelPrefix).size());
-      const std::string trait = cpuFeatureTrait(feature);
-      t.root.traits.insert(trait);
-      // os-traits sometimes keeps the separator as '_' (HW_CPU_X86_AMD_SEV style).
+      const auto traits = cpuFeatureTraits(feature);
+      t.root.traits.insert(traits.begin(), traits.end());
+      // Outside Nova's table, os-traits sometimes keeps the separator as '_'.
       const std::string alt = "HW_CPU_X86_" + upper(feature, false, '_');
-      if (alt != trait) t.traitAlternatives[trait] = alt;
+      if (!novaCpuTraitsMapping().count(feature) && alt != traits.front())
+        t.traitAlternatives[traits.front()] = alt;
     } else if (key.starts_with(kTraitLabelPrefix)) {
       const std::string trait = key.substr(std::string(kTraitLabelPrefix).size());
       if (isTraitNameShape(trait) && (!trait.starts_with("CUSTOM_") || isCustomTraitName(trait))) {
@@ -247,6 +310,10 @@ DesiredProviderTree planPlacement(const PlacementConfig& config, const k8s::Node
       }
     }
   }
+  // What every nova-compute root provider carries, and what the driver can do (Nova's
+  // image-type and image-metadata prefilters require these).
+  t.root.traits.insert(kComputeNodeTrait);
+  t.root.traits.insert(config.capabilityTraits.begin(), config.capabilityTraits.end());
   if (node.unschedulable) t.root.traits.insert(kDisabledTrait);
   if (t.root.uuid.empty())
     w.push_back("node " + node.name + " has no metadata.uid; no provider can be registered");
@@ -272,6 +339,8 @@ nlohmann::json toDryRunJson(const DesiredProviderTree& tree) {
                              {"inventories", inventoriesToJson(child.inventories)},
                              {"traits", child.traits}});
   out["traits"] = tree.root.traits;  // std::set: sorted
+  // Classes whose allocation ratio nobody configured: Placement's value is kept.
+  out["allocationRatiosFromPlacement"] = tree.root.ratioFromServer;
   return out;
 }
 

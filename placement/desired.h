@@ -3,7 +3,9 @@
 // node should have in Placement. No I/O, no clock; the reconciler and --dry-run share it.
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,7 @@ inline constexpr const char* kRamRatioAnnotation = "placement.openkeel.io/ram-al
 inline constexpr const char* kCpuFeatureLabelPrefix = "cpu-feature.node.kubevirt.io/";
 inline constexpr const char* kTraitLabelPrefix = "trait.openkeel.io/";
 inline constexpr const char* kDisabledTrait = "COMPUTE_STATUS_DISABLED";
+inline constexpr const char* kComputeNodeTrait = "COMPUTE_NODE";
 
 struct DesiredProvider {
   std::string name;
@@ -28,6 +31,9 @@ struct DesiredProvider {
   Inventories inventories;
   // The traits the agent wants on the provider (before the check against the server's list).
   Traits traits;
+  // Classes whose allocation_ratio no one configured: the value in Placement is kept, and the
+  // inventory's ratio (the initial one) applies only when the class is new (Nova's rule).
+  std::set<std::string> ratioFromServer;
 };
 
 /** A non-VM pod and its effective requests (for the over-commit warning). */
@@ -57,8 +63,14 @@ DesiredProviderTree planPlacement(const PlacementConfig& config, const k8s::Node
 nlohmann::json toDryRunJson(const DesiredProviderTree& tree);
 nlohmann::json inventoriesToJson(const Inventories& inventories);
 
-/** The os-traits name of a KubeVirt cpu-feature label ("sse4.2" -> "HW_CPU_X86_SSE42"). */
-std::string cpuFeatureTrait(const std::string& feature);
+/** Nova's CPU_TRAITS_MAPPING (nova/virt/libvirt/utils.py): libvirt feature -> os-traits. */
+const std::map<std::string, std::vector<std::string>>& novaCpuTraitsMapping();
+/**
+ * The os-traits names of a KubeVirt cpu-feature label: Nova's table when it has the feature
+ * ("svm" -> HW_CPU_X86_SVM and HW_CPU_X86_AMD_SVM), else upper case without '.'/'-'
+ * ("sse4.2" -> "HW_CPU_X86_SSE42") with a few spellings of os-traits.
+ */
+std::vector<std::string> cpuFeatureTraits(const std::string& feature);
 /** CUSTOM_[A-Z0-9_]+ (at most 255 characters). */
 bool isCustomTraitName(const std::string& name);
 /** [A-Z0-9_]+: the shape of any trait name, standard or custom. */

@@ -11,6 +11,17 @@ using nlohmann::json;
 
 namespace {
 
+// Keystone may send null for any of these (an endpoint without a region): absent values, never
+// an exception out of the Placement worker.
+std::string text(const json& o, const char* key) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+json list(const json& o, const char* key) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_array() ? *it : json::array();
+}
+
 std::string withV3(std::string url) {
   while (!url.empty() && url.back() == '/') url.pop_back();
   if (!url.ends_with("/v3")) url += "/v3";
@@ -151,15 +162,15 @@ Task<core::Result<Session>> KeystoneAuth::fetch() {
   if (!auth_.endpointOverride.empty()) {
     s.endpoint = auth_.endpointOverride;
   } else {
-    const json catalog = t.value("catalog", json::array());
-    for (const auto& service : catalog) {
-      if (!service.is_object() || service.value("type", "") != "placement") continue;
-      for (const auto& ep : service.value("endpoints", json::array())) {
-        if (!ep.is_object() || ep.value("interface", "") != auth_.interface) continue;
-        const std::string region = ep.value("region_id", ep.value("region", ""));
+    for (const auto& service : list(t, "catalog")) {
+      if (!service.is_object() || text(service, "type") != "placement") continue;
+      for (const auto& ep : list(service, "endpoints")) {
+        if (!ep.is_object() || text(ep, "interface") != auth_.interface) continue;
+        const std::string region =
+            text(ep, "region_id").empty() ? text(ep, "region") : text(ep, "region_id");
         if (!auth_.regionName.empty() && region != auth_.regionName) continue;
-        s.endpoint = ep.value("url", "");
-        break;
+        s.endpoint = text(ep, "url");
+        if (!s.endpoint.empty()) break;
       }
       if (!s.endpoint.empty()) break;
     }
@@ -173,8 +184,7 @@ Task<core::Result<Session>> KeystoneAuth::fetch() {
   while (!s.endpoint.empty() && s.endpoint.back() == '/') s.endpoint.pop_back();
   // Renew from the token's own lifetime (both ends are Keystone's clock, so local clock skew does
   // not matter), measured from when the request left: a margin of a tenth, at most 5 minutes.
-  const auto lifetime =
-      secondsBetween(t.value("issued_at", ""), t.value("expires_at", "")).value_or(3600);
+  const auto lifetime = secondsBetween(text(t, "issued_at"), text(t, "expires_at")).value_or(3600);
   const std::int64_t margin = std::min<std::int64_t>(300, std::max<std::int64_t>(1, lifetime / 10));
   renewAt_ = sentAt + std::chrono::seconds(std::max<std::int64_t>(0, lifetime - margin));
   session_ = s;

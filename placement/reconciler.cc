@@ -19,6 +19,13 @@ auto log() {
   return core::logger("placement");
 }
 
+// Handlers and the worker may outlive the Reconciler (the worker's frame holds a copy of the
+// flag): the flag, not the pointer, says whether `this` is still there.
+bool stillAlive(const std::weak_ptr<bool>& alive) {
+  auto p = alive.lock();
+  return p && *p;
+}
+
 // The pods behind a class's reservation, largest first, for the over-commit warning.
 std::string topPods(const DesiredProviderTree& t, const std::string& rc) {
   std::vector<PodLoad> pods = t.nonVmPods;
@@ -65,6 +72,9 @@ Reconciler::Reconciler(asio::io_context& io, PlacementConfig config, core::Metri
       owned_(config_.stateFile),
       wake_(io),
       resync_(io),
+      deletionRetry_(io),
+      deletionBackoff_(config_.backoff),
+      restart_(io),
       backoff_(config_.backoff) {
   enabled_ = config_.enabled;
   if (auto s = owned_.load(); !s) log()->warn("{}", s.error().message);
@@ -111,47 +121,101 @@ Reconciler::~Reconciler() {
 void Reconciler::stop() {
   if (stopped_) return;
   stopped_ = true;
-  setActive(false);
+  if (mode_ == Mode::Manage) health_.removeComponent("placement");
+  mode_ = Mode::Idle;
+  pending_ = false;
   wake_.cancel();
   resync_.cancel();
+  deletionRetry_.cancel();
+  restart_.cancel();
 }
 
 void Reconciler::setActive(bool computeRole) {
-  const bool want = computeRole && enabled_ && !stopped_;
-  if (want == active_) return;
-  if (want && configError_) {
-    log()->error("not managing the node's resource provider: {}", configError_->message);
-    health_.addComponent("placement");
-    health_.setReady("placement", false, configError_->message);
+  if (stopped_ || !enabled_) return;
+  if (configError_) {
+    // Without credentials nothing can be managed nor closed. Said once per role change, and
+    // the readiness entry exists only while the role does.
+    if (configErrorRole_ == computeRole) return;
+    configErrorRole_ = computeRole;
+    if (computeRole) {
+      log()->error("not managing the node's resource provider: {}", configError_->message);
+      health_.setReady("placement", false, configError_->message);
+    } else {
+      log()->info("no compute role: Placement is not needed ({})", configError_->message);
+      health_.removeComponent("placement");
+    }
     return;
   }
-  active_ = want;
-  if (active_) {
+  const Mode want = computeRole ? Mode::Manage : Mode::Close;
+  if (want == mode_) return;
+  const bool wasManaging = mode_ == Mode::Manage;
+  mode_ = want;
+  // A role change starts from a fresh read: the server may have changed while we looked away.
+  syncer_->forgetProviders();
+  closedOk_ = false;
+  if (mode_ == Mode::Manage) {
     log()->info("compute role: managing the node's resource provider in Placement");
+    readyInThisRole_ = false;
     health_.addComponent("placement");
-    start();
-    if (desired_) trigger(std::chrono::milliseconds(0));
   } else {
-    // The provider and its inventories stay: deleting them would orphan the VMs' allocations.
     log()->info(
-        "no compute role (or stopping): no longer updating Placement; the provider is left as it "
-        "is");
-    health_.removeComponent("placement");
-    pending_ = false;
-    resync_.cancel();
+        "no compute role: the node's resource provider, if any, gets {} (it stays, with its "
+        "inventories and the VMs' allocations)",
+        kDisabledTrait);
+    if (wasManaging) health_.removeComponent("placement");
   }
+  start();
+  trigger(std::chrono::milliseconds(0));
 }
 
 void Reconciler::start() {
+  scheduleResync();
   if (loopRunning_) return;
   loopRunning_ = true;
-  asio::co_spawn(io_, run(alive_), asio::detached);
-  scheduleResync();
+  asio::co_spawn(io_, run(alive_),
+                 [this, alive = std::weak_ptr<bool>(alive_)](std::exception_ptr error) {
+                   if (stillAlive(alive)) onWorkerEnded(error);
+                 });
+}
+
+void Reconciler::onWorkerEnded(std::exception_ptr error) {
+  loopRunning_ = false;
+  if (!error || stopped_) return;
+  std::string what = "unknown exception";
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  ++workerCrashes_;
+  metrics_.counter("okna_placement_worker_restarts_total", "Placement worker restarts").inc();
+  if (workerCrashes_ > 5) {
+    // It keeps dying: let /healthz fail so that the kubelet restarts the agent.
+    log()->error("the Placement worker failed {} times in a row ({}); giving up", workerCrashes_,
+                 what);
+    health_.addHeartbeat("placement-worker", std::chrono::seconds(0));
+    return;
+  }
+  const auto delay = backoff_.next();
+  log()->error("the Placement worker failed ({}); restarting it in {} ms", what, delay.count());
+  restart_.expires_after(delay);
+  restart_.async_wait(
+      [this, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
+        if (!ec && stillAlive(alive) && !stopped_) start();
+      });
 }
 
 void Reconciler::update(const k8s::NodeInfo& node, const std::vector<k8s::PodInfo>& pods,
                         bool podsSynced) {
   if (stopped_) return;
+  const bool nodeChanged = node.uid != nodeUid_ || node.name != nodeName_;
+  nodeName_ = node.name;
+  nodeUid_ = node.uid;
+  if (mode_ == Mode::Close && nodeChanged) {
+    syncer_->forgetProviders();
+    trigger(std::chrono::milliseconds(0));
+  }
   DesiredProviderTree next = planPlacement(config_, node, pods);
   if (next.warnings != lastWarnings_) {
     for (const auto& w : next.warnings) log()->warn("{}", w);
@@ -163,7 +227,7 @@ void Reconciler::update(const k8s::NodeInfo& node, const std::vector<k8s::PodInf
       !first && !sameInventories(next.root.inventories, desired_->root.inventories);
   const bool shapeChanged = first || !sameShape(next, lastPushed_ ? *lastPushed_ : *desired_);
   desired_ = std::move(next);
-  if (!active_) return;
+  if (mode_ != Mode::Manage) return;
   if (!lastPushed_ || shapeChanged) {
     // Node changes (allocatable, labels, cordon) go out at once, without the step.
     trigger(std::chrono::milliseconds(0));
@@ -185,11 +249,14 @@ void Reconciler::trigger(std::chrono::milliseconds delay) {
 }
 
 void Reconciler::scheduleResync() {
-  if (config_.resyncInterval.count() == 0) return;
+  if (config_.resyncInterval.count() == 0 || resyncArmed_ || stopped_) return;
+  resyncArmed_ = true;
   resync_.expires_after(config_.resyncInterval);
   resync_.async_wait(
       [this, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
-        if (ec || !alive.lock() || !active_) return;
+        if (!stillAlive(alive)) return;
+        resyncArmed_ = false;
+        if (ec || stopped_ || mode_ == Mode::Idle) return;
         // Repairs what was changed behind the agent's back (an inventory deleted by hand).
         syncer_->invalidate();
         trigger(std::chrono::milliseconds(0));
@@ -197,11 +264,34 @@ void Reconciler::scheduleResync() {
       });
 }
 
+void Reconciler::event(const std::string& reason, const std::string& message) {
+  if (events_ && eventsSent_.insert(reason + "\n" + message).second)
+    events_("Warning", reason, message);
+}
+
+void Reconciler::scheduleDeletionRetry() {
+  if (syncer_->refusedDeletions().empty()) {
+    deletionBackoff_.reset();
+    return;
+  }
+  if (deletionRetryArmed_) return;
+  deletionRetryArmed_ = true;
+  deletionRetry_.expires_after(deletionBackoff_.next());
+  deletionRetry_.async_wait(
+      [this, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
+        if (!stillAlive(alive)) return;
+        deletionRetryArmed_ = false;
+        if (!ec && mode_ == Mode::Manage) trigger(std::chrono::milliseconds(0));
+      });
+}
+
 Task<void> Reconciler::run(std::shared_ptr<bool> alive) {
   boost::system::error_code ec;
   for (;;) {
     if (!*alive || stopped_) co_return;
-    if (!pending_ || !active_ || !desired_) {
+    const bool runnable =
+        (mode_ == Mode::Manage && desired_) || (mode_ == Mode::Close && !nodeUid_.empty());
+    if (!pending_ || !runnable) {
       wake_.expires_at(Clock::time_point::max());
       co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       continue;
@@ -213,16 +303,36 @@ Task<void> Reconciler::run(std::shared_ptr<bool> alive) {
     }
     pending_ = false;
     running_ = true;
-    const DesiredProviderTree sending = applyStep(*desired_);
+    const Mode mode = mode_;
+    const std::string name = nodeName_;
+    const std::string uid = nodeUid_;
+    DesiredProviderTree sending;
     const unsigned conflictsBefore = syncer_->counters().conflicts;
-    core::Status status = co_await syncer_->sync(sending);
+    core::Status status;
+    // Whatever a pass throws (a server's JSON of an unexpected shape) fails that pass only.
+    try {
+      if (mode == Mode::Manage) {
+        sending = applyStep(*desired_);
+        status = co_await syncer_->sync(sending);
+      } else {
+        status = co_await syncer_->close(name, uid);
+      }
+    } catch (const std::exception& e) {
+      status = core::makeError(std::string("internal error: ") + e.what());
+    } catch (...) {
+      status = core::makeError("internal error: unknown exception");
+    }
     if (!*alive) co_return;
     running_ = false;
+    if (!status && status.error().message.starts_with("internal error: ")) {
+      metrics_.counter("okna_placement_worker_errors_total", "Passes ended by an exception").inc();
+      syncer_->invalidate();
+    }
     metrics_
         .counter("okna_placement_conflicts_total",
                  "409 placement.concurrent_update answers, retried")
         .inc(syncer_->counters().conflicts - conflictsBefore);
-    afterPass(status, sending);
+    afterPass(mode, status, sending);
   }
 }
 
@@ -239,7 +349,8 @@ DesiredProviderTree Reconciler::applyStep(const DesiredProviderTree& desired) {
     held.reserved = sent->second.reserved;
     // Only a pure reservation move is held back; a new total or ratio goes out as computed.
     if (!(held == sent->second) || now->second.reserved == sent->second.reserved) continue;
-    if (std::llabs(now->second.reserved - sent->second.reserved) < step) {
+    // Seed 000 § 4.2: sent when it moved by *more than* the step.
+    if (std::llabs(now->second.reserved - sent->second.reserved) <= step) {
       metrics_
           .counter("okna_placement_changes_skipped_total", "Changes not sent at once",
                    {{"reason", "below_step"}})
@@ -252,7 +363,8 @@ DesiredProviderTree Reconciler::applyStep(const DesiredProviderTree& desired) {
   return out;
 }
 
-void Reconciler::afterPass(const core::Status& status, const DesiredProviderTree& sent) {
+void Reconciler::afterPass(Mode mode, const core::Status& status, const DesiredProviderTree& sent) {
+  const bool stillManaging = mode == Mode::Manage && mode_ == Mode::Manage;
   if (!status) {
     ++failedPasses_;
     metrics_
@@ -267,20 +379,46 @@ void Reconciler::afterPass(const core::Status& status, const DesiredProviderTree
                   delay.count(), status.error().message);
       lastError_ = status.error().message;
     }
-    if (okPasses_ == 0) health_.setReady("placement", false, status.error().message);
+    // Not ready until the first success in this role; a re-created Node blocks registration
+    // for good, so it shows whenever it holds.
+    if (syncer_->staleProvider()) event("PlacementProviderNameTaken", *syncer_->staleProvider());
+    if (stillManaging && (!readyInThisRole_ || syncer_->staleProvider())) {
+      health_.setReady("placement", false, status.error().message);
+      readyInThisRole_ = false;
+    }
     trigger(std::chrono::milliseconds(0));
     return;
   }
-  if (!lastError_.empty())
-    log()->info("Placement reachable again; provider {} is up to date", sent.root.name);
+  if (!lastError_.empty()) log()->info("Placement update succeeded again after: {}", lastError_);
   lastError_.clear();
   backoff_.reset();
+  workerCrashes_ = 0;
   notBefore_ = {};
   ++okPasses_;
   metrics_
       .counter("okna_placement_pushes_total", "Passes that brought Placement up to date",
                {{"result", "ok"}})
       .inc();
+  if (mode == Mode::Close) {
+    if (!closedOk_ && mode_ == Mode::Close) log()->info("node {}: closed in Placement", nodeName_);
+    closedOk_ = mode_ == Mode::Close;
+    return;
+  }
+  afterManagePass(sent);
+  if (!stillManaging) return;
+  readyInThisRole_ = true;
+  std::string detail = "provider " + sent.root.name + " up to date";
+  for (const auto& [name, why] : syncer_->refusedDeletions()) {
+    detail += "; cannot delete " + name + " (retried): " + why;
+    event("PlacementProviderInUse",
+          "cannot delete resource provider " + name +
+              " (the node no longer has that page size; retried): " + why);
+  }
+  health_.setReady("placement", true, detail);
+  scheduleDeletionRetry();
+}
+
+void Reconciler::afterManagePass(const DesiredProviderTree& sent) {
   for (const auto& [rc, inv] : sent.root.inventories)
     metrics_
         .gauge("okna_placement_reserved", "Reserved units last sent, by resource class",
@@ -288,10 +426,13 @@ void Reconciler::afterPass(const core::Status& status, const DesiredProviderTree
         .set(static_cast<double>(inv.reserved));
   metrics_.gauge("okna_placement_generation", "Root provider generation after the last pass")
       .set(static_cast<double>(syncer_->rootGeneration()));
+  metrics_
+      .gauge("okna_placement_deletions_refused",
+             "Nested providers that should go but Placement refuses to delete (in use)")
+      .set(static_cast<double>(syncer_->refusedDeletions().size()));
   if (!lastPushed_)
     log()->info("provider {} (uuid {}) is up to date in Placement", sent.root.name, sent.root.uuid);
   lastPushed_ = sent;
-  health_.setReady("placement", true, "provider " + sent.root.name + " up to date");
   for (const auto& o : syncer_->overcommitted())
     log()->warn(
         "{} over-committed on {}: reserved {} + used {} exceeds total {} (allocation ratio {}); "

@@ -7,8 +7,12 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "core/backoff.h"
@@ -40,13 +44,28 @@ class Reconciler {
    * before the pods have synced: a reservation computed from half the pods would be too small.
    */
   void update(const k8s::NodeInfo& node, const std::vector<k8s::PodInfo>& pods, bool podsSynced);
-  /** The compute role appeared (true) or went away (false: stop pushing; the provider stays). */
+  /**
+   * Whether the node has the compute role. true: manage the provider. false (also the first call
+   * on a node that never had the role): the node is not a hypervisor, so its provider, when it
+   * has one, gets COMPUTE_STATUS_DISABLED and nothing else changes (the provider, its inventories
+   * and the VMs' allocations stay). Each change starts from a fresh read of the server.
+   */
   void setActive(bool computeRole);
   /** Stops pushing for good; the provider is left as it is. */
   void stop();
+  /**
+   * Where conditions an operator must act on go as Node Events (type "Warning", a reason, a
+   * message), once per distinct condition: a child Placement refuses to delete, a provider with
+   * the node's name and another uuid. The agent passes its k8s::EventRecorder::record.
+   */
+  using EventSink =
+      std::function<void(const std::string& type, const std::string& reason, const std::string&)>;
+  void setEventSink(EventSink sink) { events_ = std::move(sink); }
 
   // Introspection (tests, bench, admin).
-  bool active() const { return active_; }
+  bool active() const { return mode_ == Mode::Manage; }
+  /** True once the provider is known to be closed (role gone) or to need no closing. */
+  bool closed() const { return mode_ == Mode::Close && closedOk_; }
   /** The tree of the last successful pass. */
   const std::optional<DesiredProviderTree>& lastPushed() const { return lastPushed_; }
   unsigned successfulPasses() const { return okPasses_; }
@@ -63,8 +82,13 @@ class Reconciler {
   Task<void> run(std::shared_ptr<bool> alive);
   /** `desired` with reservations that moved less than the step held at the last sent value. */
   DesiredProviderTree applyStep(const DesiredProviderTree& desired);
-  void afterPass(const core::Status& status, const DesiredProviderTree& sent);
+  enum class Mode { Idle, Manage, Close };
+  void afterPass(Mode mode, const core::Status& status, const DesiredProviderTree& sent);
+  void afterManagePass(const DesiredProviderTree& sent);
+  void onWorkerEnded(std::exception_ptr error);
   void scheduleResync();
+  void scheduleDeletionRetry();
+  void event(const std::string& reason, const std::string& message);
 
   boost::asio::io_context& io_;
   PlacementConfig config_;
@@ -81,16 +105,35 @@ class Reconciler {
   std::optional<core::Error> configError_;
 
   bool enabled_ = true;
-  bool active_ = false;
+  Mode mode_ = Mode::Idle;
   bool stopped_ = false;
+  // The compute role as last reported while the credentials are missing (logged once per change).
+  std::optional<bool> configErrorRole_;
+  // Ready since the role last came (the readiness entry is dropped when it goes).
+  bool readyInThisRole_ = false;
+  bool closedOk_ = false;
+  // The node, for closing (known before the pods have synced).
+  std::string nodeName_;
+  std::string nodeUid_;
   std::optional<DesiredProviderTree> desired_;
   std::optional<DesiredProviderTree> lastPushed_;
   std::vector<std::string> lastWarnings_;
   std::string lastError_;
+  EventSink events_;
+  // Conditions already reported as Events (reason + message).
+  std::set<std::string> eventsSent_;
 
   // The worker: one coroutine, woken through `wake_`; `pending_` + `due_` say when to run.
   boost::asio::steady_timer wake_;
   boost::asio::steady_timer resync_;
+  bool resyncArmed_ = false;
+  // Retries of refused child deletions, on their own backoff.
+  boost::asio::steady_timer deletionRetry_;
+  core::Backoff deletionBackoff_;
+  bool deletionRetryArmed_ = false;
+  // Restarts the worker after an exception escaped it.
+  boost::asio::steady_timer restart_;
+  unsigned workerCrashes_ = 0;
   bool loopRunning_ = false;
   bool pending_ = false;
   bool running_ = false;

@@ -42,9 +42,14 @@ bool sameInventories(const Inventories& a, const Inventories& b) {
 }
 
 void Syncer::invalidate() {
+  forgetProviders();
+  catalog_.reset();
+}
+
+void Syncer::forgetProviders() {
   treeKnown_ = false;
   providers_.clear();
-  catalog_.reset();
+  obsolete_.clear();
 }
 
 std::int64_t Syncer::rootGeneration() const {
@@ -56,17 +61,7 @@ std::int64_t Syncer::rootGeneration() const {
   return g;
 }
 
-Task<core::Status> Syncer::sync(const DesiredProviderTree& desired) {
-  overcommitted_.clear();
-  checkUsages_ = false;
-  core::Status status = co_await pass(desired);
-  if (!status) invalidate();
-  co_return status;
-}
-
-Task<core::Status> Syncer::pass(const DesiredProviderTree& desired) {
-  if (desired.root.uuid.empty())
-    co_return core::makeError("node " + desired.root.name + " has no uid");
+Task<core::Status> Syncer::prepare(bool needCatalog) {
   if (!versionChecked_) {
     auto v = co_await api_.maxMicroversion();
     if (!v) co_return v.error();
@@ -76,41 +71,87 @@ Task<core::Status> Syncer::pass(const DesiredProviderTree& desired) {
                                 " (Placement from OpenStack Rocky on)");
     versionChecked_ = true;
   }
-  if (!catalog_) {
+  if (needCatalog && !catalog_) {
     auto t = co_await api_.allTraits();
     if (!t) co_return t.error();
     catalog_ = std::move(*t);
   }
-  if (auto s = co_await ensureTree(desired); !s) co_return s;
-  ProviderState& root = providers_.at(desired.root.uuid);
-  if (auto s = co_await ensureResourceClasses(desired.root.inventories); !s) co_return s;
-  if (auto s = co_await syncInventories(root, desired.root.inventories, false); !s) co_return s;
-  auto rootTraits = co_await resolveTraits(desired.root.traits, desired.traitAlternatives);
-  if (!rootTraits) co_return rootTraits.error();
-  if (auto s = co_await syncTraits(root, *rootTraits, true); !s) co_return s;
-  for (const auto& child : desired.nested) {
-    ProviderState& state = providers_.at(child.uuid);
-    if (auto s = co_await syncInventories(state, child.inventories, true); !s) co_return s;
-    auto traits = co_await resolveTraits(child.traits, {});
-    if (!traits) co_return traits.error();
-    if (auto s = co_await syncTraits(state, *traits, false); !s) co_return s;
-  }
-  if (checkUsages_) co_return co_await checkUsages(root);
   co_return core::Status{};
 }
 
-Task<core::Status> Syncer::ensureTree(const DesiredProviderTree& d) {
+Task<core::Status> Syncer::sync(const DesiredProviderTree& desired) {
+  overcommitted_.clear();
+  checkUsages_ = false;
+  core::Status status = co_await syncOnce(desired);
+  if (!status) forgetProviders();
+  co_return status;
+}
+
+Task<core::Status> Syncer::syncOnce(const DesiredProviderTree& desired) {
+  if (desired.root.uuid.empty())
+    co_return core::makeError("node " + desired.root.name + " has no uid");
+  if (auto s = co_await prepare(true); !s) co_return s;
+  if (auto s = co_await ensureTree(desired, true); !s) co_return s;
+  // The root first: its reservations and cordon state must never wait on a child.
+  if (auto s = co_await ensureResourceClasses(desired.root.inventories); !s) co_return s;
+  auto rootTraits = co_await resolveTraits(desired.root.traits, desired.traitAlternatives);
+  if (!rootTraits) co_return rootTraits.error();
+  ProviderGoal rootGoal{&desired.root.inventories,
+                        &desired.root.ratioFromServer,
+                        true,
+                        std::move(*rootTraits),
+                        true,
+                        false};
+  if (auto s = co_await syncProvider(providers_.at(desired.root.uuid), rootGoal); !s) co_return s;
+  for (const auto& child : desired.nested) {
+    auto traits = co_await resolveTraits(child.traits, {});
+    if (!traits) co_return traits.error();
+    ProviderGoal goal{
+        &child.inventories, &child.ratioFromServer, false, std::move(*traits), false, false};
+    if (auto s = co_await syncProvider(providers_.at(child.uuid), goal); !s) co_return s;
+  }
+  // Last and on their own: a child still in use must not hold the rest back.
+  co_await deleteObsolete();
+  if (checkUsages_) co_return co_await checkUsages(providers_.at(desired.root.uuid));
+  co_return core::Status{};
+}
+
+Task<core::Status> Syncer::close(const std::string& rootName, const std::string& rootUuid) {
+  core::Status status = co_await closeOnce(rootName, rootUuid);
+  if (!status) forgetProviders();
+  co_return status;
+}
+
+Task<core::Status> Syncer::closeOnce(const std::string& rootName, const std::string& rootUuid) {
+  if (rootUuid.empty()) co_return core::Status{};
+  // COMPUTE_STATUS_DISABLED is a standard trait: no need for the catalog.
+  if (auto s = co_await prepare(false); !s) co_return s;
+  DesiredProviderTree tree;
+  tree.root.name = rootName;
+  tree.root.uuid = rootUuid;
+  if (auto s = co_await ensureTree(tree, false); !s) co_return s;
+  auto root = providers_.find(rootUuid);
+  // Never registered (or deleted by the operator): nothing to close.
+  if (root == providers_.end()) co_return core::Status{};
+  ProviderGoal goal;
+  goal.traits = {kDisabledTrait};
+  goal.ownership = true;
+  goal.keepOwned = true;
+  co_return co_await syncProvider(root->second, goal);
+}
+
+Task<core::Status> Syncer::ensureTree(const DesiredProviderTree& d, bool create) {
   if (treeKnown_ && rootUuid_ == d.root.uuid) {
     bool complete = true;
     for (const auto& child : d.nested) complete = complete && providers_.count(child.uuid) > 0;
-    if (complete && providers_.size() == d.nested.size() + 1) co_return core::Status{};
+    if (!create || (complete && providers_.size() == d.nested.size() + 1)) co_return core::Status{};
   }
   providers_.clear();
+  obsolete_.clear();
   rootUuid_ = d.root.uuid;
   auto tree = co_await api_.providersInTree(d.root.uuid);
   if (!tree) co_return tree.error();
   bool haveRoot = false;
-  std::vector<Provider> obsolete;
   for (const auto& p : *tree) {
     if (p.uuid == d.root.uuid) {
       haveRoot = true;
@@ -120,24 +161,28 @@ Task<core::Status> Syncer::ensureTree(const DesiredProviderTree& d) {
       for (const auto& child : d.nested) wanted = wanted || child.uuid == p.uuid;
       if (wanted) {
         providers_[p.uuid].provider = p;
-      } else {
-        obsolete.push_back(p);
+      } else if (create) {
+        obsolete_.push_back(p);
       }
     }
   }
-  if (!haveRoot) {
+  if (haveRoot) staleProvider_.reset();
+  if (!haveRoot && create) {
     // A provider with the node's name but another uuid is a previous incarnation of the node
     // (deleted and re-joined): it may still hold allocations of VMs, so it is neither adopted
     // nor deleted. An operator decides.
     auto byName = co_await api_.providerByName(d.root.name);
     if (!byName) co_return byName.error();
-    if (*byName)
-      co_return core::makeError(
+    if (*byName) {
+      staleProvider_ =
           "a resource provider named " + d.root.name + " already exists with uuid " +
           (*byName)->uuid + ", but Node " + d.root.name + " has uid " + d.root.uuid +
           " (the Node was re-created?). The agent neither adopts nor deletes it: move or "
           "delete its allocations, then `openstack resource provider delete " +
-          (*byName)->uuid + "`, and the agent registers the node again");
+          (*byName)->uuid + "`, and the agent registers the node again";
+      co_return core::makeError(*staleProvider_, 409);
+    }
+    staleProvider_.reset();
     auto created = co_await api_.createProvider(d.root.name, d.root.uuid, "");
     if (!created) co_return created.error();
     ++counters_.providerWrites;
@@ -146,29 +191,43 @@ Task<core::Status> Syncer::ensureTree(const DesiredProviderTree& d) {
     providers_[d.root.uuid] = {*created, InventoriesView{created->generation, {}},
                                TraitsView{created->generation, {}}};
   }
-  for (const auto& child : d.nested) {
-    if (providers_.count(child.uuid)) continue;
-    auto created = co_await api_.createProvider(child.name, child.uuid, d.root.uuid);
-    if (!created) co_return created.error();
-    ++counters_.providerWrites;
-    log()->info("created nested resource provider {} (uuid {})", child.name, child.uuid);
-    providers_[child.uuid] = {*created, InventoriesView{created->generation, {}},
-                              TraitsView{created->generation, {}}};
-  }
-  for (const auto& p : obsolete) {
-    // A page size the node no longer offers. Refused (409) while VMs still use it: retried.
-    auto s = co_await api_.deleteProvider(p.uuid);
-    if (!s)
-      co_return core::makeError(
-          "cannot delete " + p.name +
-              " (the node no longer has that page size): " + s.error().message,
-          s.error().code);
-    ++counters_.providerWrites;
-    log()->info("deleted nested resource provider {} (uuid {}): the node no longer offers it",
-                p.name, p.uuid);
+  if (create) {
+    for (const auto& child : d.nested) {
+      if (providers_.count(child.uuid)) continue;
+      auto created = co_await api_.createProvider(child.name, child.uuid, d.root.uuid);
+      if (!created) co_return created.error();
+      ++counters_.providerWrites;
+      log()->info("created nested resource provider {} (uuid {})", child.name, child.uuid);
+      providers_[child.uuid] = {*created, InventoriesView{created->generation, {}},
+                                TraitsView{created->generation, {}}};
+    }
   }
   treeKnown_ = true;
   co_return core::Status{};
+}
+
+Task<void> Syncer::deleteObsolete() {
+  for (auto it = obsolete_.begin(); it != obsolete_.end();) {
+    // A page size the node no longer offers. Refused (409 resource_provider.inuse) while VMs
+    // still use it: recorded, reported once, and retried by later passes.
+    auto s = co_await api_.deleteProvider(it->uuid);
+    if (s) {
+      ++counters_.providerWrites;
+      log()->info("deleted nested resource provider {} (uuid {}): the node no longer offers it",
+                  it->name, it->uuid);
+      refused_.erase(it->name);
+      it = obsolete_.erase(it);
+      continue;
+    }
+    auto& reported = refused_[it->name];
+    if (reported != s.error().message)
+      log()->warn(
+          "cannot delete nested resource provider {} (the node no longer has that page size; "
+          "retried): {}",
+          it->name, s.error().message);
+    reported = s.error().message;
+    ++it;
+  }
 }
 
 Task<core::Status> Syncer::ensureResourceClasses(const Inventories& inventories) {
@@ -180,48 +239,122 @@ Task<core::Status> Syncer::ensureResourceClasses(const Inventories& inventories)
   co_return core::Status{};
 }
 
-Task<core::Status> Syncer::syncInventories(ProviderState& state, const Inventories& desired,
-                                           bool managesAll) {
+Inventories Syncer::inventoriesWanted(const ProviderState& state, const ProviderGoal& goal) const {
+  const Inventories& have = state.inventories->inventories;
+  Inventories want;
+  if (goal.keepForeignClasses)
+    for (const auto& [rc, inv] : have)
+      if (!managedOnRoot(rc)) want[rc] = inv;
+  for (const auto& [rc, inv] : *goal.inventories) {
+    Inventory w = inv;
+    auto old = have.find(rc);
+    if (old != have.end()) {
+      if (goal.keepServerRatio && goal.keepServerRatio->count(rc)) {
+        w.allocationRatio = old->second.allocationRatio;
+      } else if (std::fabs(old->second.allocationRatio - w.allocationRatio) >
+                 1e-6 * std::max(1.0, w.allocationRatio)) {
+        log()->info("{} allocation_ratio on {} is {} in Placement; setting the configured {}", rc,
+                    state.provider.name, old->second.allocationRatio, w.allocationRatio);
+      }
+    }
+    want[rc] = w;
+  }
+  return want;
+}
+
+Traits Syncer::traitsWanted(const ProviderState& state, const ProviderGoal& goal,
+                            Traits& nowOwned) const {
+  const Traits& have = state.traits->traits;
+  // Remove only what the agent itself added and no longer wants; add what is missing. A trait
+  // someone else set stays, and is not ours even when we want it too.
+  const Traits owned = goal.ownership ? owned_.owned(state.provider.uuid) : Traits{};
+  Traits desired = goal.traits;
+  if (goal.keepOwned)
+    for (const auto& t : owned)
+      if (have.count(t)) desired.insert(t);
+  Traits want = have;
+  for (const auto& t : owned)
+    if (!desired.count(t)) want.erase(t);
+  nowOwned.clear();
+  for (const auto& t : desired) {
+    want.insert(t);
+    if (owned.count(t) || !have.count(t)) nowOwned.insert(t);
+  }
+  return want;
+}
+
+Task<core::Status> Syncer::syncProvider(ProviderState& state, const ProviderGoal& goal) {
   const std::string& uuid = state.provider.uuid;
   for (int attempt = 0; attempt <= conflictRetries_; ++attempt) {
-    if (!state.inventories) {
+    if (goal.inventories && !state.inventories) {
       auto v = co_await api_.inventories(uuid);
       if (!v) co_return v.error();
       state.inventories = std::move(*v);
     }
-    const Inventories& have = state.inventories->inventories;
-    Inventories want = managesAll ? Inventories{} : have;
-    if (!managesAll)
-      for (auto it = want.begin(); it != want.end();)
-        it = managedOnRoot(it->first) ? want.erase(it) : std::next(it);
-    for (const auto& [rc, inv] : desired) want[rc] = inv;
-    if (sameInventories(want, have)) co_return core::Status{};
-    const std::int64_t before = state.inventories->generation;
-    auto gen = co_await api_.putInventories(uuid, before, want);
-    if (gen) {
-      ++counters_.inventoryWrites;
-      // A larger reservation or a smaller total can leave allocations above capacity.
-      for (const auto& [rc, inv] : want) {
-        auto old = have.find(rc);
-        if (!managesAll && (old == have.end() || inv.reserved > old->second.reserved ||
-                            inv.total < old->second.total))
-          checkUsages_ = true;
-      }
-      log()->debug("PUT inventories of {} at generation {} -> {}", state.provider.name, before,
-                   *gen);
-      state.inventories = InventoriesView{*gen, std::move(want)};
-      // Nothing else changed between `before` and our write, so a traits view at `before` holds.
-      if (state.traits && state.traits->generation == before) state.traits->generation = *gen;
-      co_return core::Status{};
+    if (!state.traits) {
+      auto v = co_await api_.providerTraits(uuid);
+      if (!v) co_return v.error();
+      state.traits = std::move(*v);
     }
-    state.inventories.reset();
-    if (!isConcurrentUpdate(gen.error())) co_return gen.error();
-    // Routine: every allocation (a VM scheduled here) bumps the generation.
+    core::Result<std::int64_t> written = std::int64_t{0};
+    if (goal.inventories) {
+      Inventories want = inventoriesWanted(state, goal);
+      const Inventories& have = state.inventories->inventories;
+      if (!sameInventories(want, have)) {
+        const std::int64_t before = state.inventories->generation;
+        written = co_await api_.putInventories(uuid, before, want);
+        if (written) {
+          ++counters_.inventoryWrites;
+          // A larger reservation or a smaller total can leave allocations above capacity.
+          for (const auto& [rc, inv] : want) {
+            auto old = have.find(rc);
+            if (goal.keepForeignClasses &&
+                (old == have.end() || inv.reserved > old->second.reserved ||
+                 inv.total < old->second.total))
+              checkUsages_ = true;
+          }
+          log()->debug("PUT inventories of {} at generation {} -> {}", state.provider.name, before,
+                       *written);
+          state.inventories = InventoriesView{*written, std::move(want)};
+          // Nothing else changed between `before` and our write: a traits view at `before` holds.
+          if (state.traits->generation == before) state.traits->generation = *written;
+        }
+      }
+    }
+    if (written) {
+      Traits nowOwned;
+      Traits want = traitsWanted(state, goal, nowOwned);
+      const Traits& have = state.traits->traits;
+      if (want != have) {
+        const std::int64_t before = state.traits->generation;
+        written = co_await api_.putProviderTraits(uuid, before, want);
+        if (written) {
+          ++counters_.traitWrites;
+          log()->info("traits of {}: {} -> {} traits (generation {})", state.provider.name,
+                      have.size(), want.size(), *written);
+          state.traits = TraitsView{*written, std::move(want)};
+          if (state.inventories && state.inventories->generation == before)
+            state.inventories->generation = *written;
+        }
+      }
+      if (written) {
+        if (goal.ownership)
+          if (auto s = owned_.set(uuid, nowOwned); !s)
+            log()->warn("cannot remember owned traits: {}", s.error().message);
+        co_return core::Status{};
+      }
+    }
+    if (!isConcurrentUpdate(written.error())) co_return written.error();
+    // Routine (every allocation bumps the generation), but it also means this provider changed
+    // in ways the agent did not see: forget all of it and re-read before writing again, as
+    // Nova's report client does.
     ++counters_.conflicts;
-    log()->debug("inventories of {}: generation {} is stale, re-reading", state.provider.name,
-                 before);
+    state.inventories.reset();
+    state.traits.reset();
+    log()->debug("{}: generation moved under us, re-reading inventories and traits",
+                 state.provider.name);
   }
-  co_return core::makeError("inventories of " + state.provider.name + ": still conflicting after " +
+  co_return core::makeError(state.provider.name + ": still conflicting after " +
                                 std::to_string(conflictRetries_) + " retries",
                             409);
 }
@@ -244,56 +377,6 @@ Task<core::Result<Traits>> Syncer::resolveTraits(const Traits& desired,
     }
   }
   co_return out;
-}
-
-Task<core::Status> Syncer::syncTraits(ProviderState& state, const Traits& desired,
-                                      bool rootOwnership) {
-  const std::string& uuid = state.provider.uuid;
-  for (int attempt = 0; attempt <= conflictRetries_; ++attempt) {
-    if (!state.traits) {
-      auto v = co_await api_.providerTraits(uuid);
-      if (!v) co_return v.error();
-      state.traits = std::move(*v);
-    }
-    const Traits& have = state.traits->traits;
-    // Remove only what the agent itself added and no longer wants; add what is missing. A trait
-    // someone else set stays, and is not ours even when we want it too.
-    const Traits owned = rootOwnership ? owned_.owned(uuid) : Traits{};
-    Traits want = have;
-    for (const auto& t : owned)
-      if (!desired.count(t)) want.erase(t);
-    Traits nowOwned;
-    for (const auto& t : desired) {
-      want.insert(t);
-      if (owned.count(t) || !have.count(t)) nowOwned.insert(t);
-    }
-    if (want == have) {
-      if (rootOwnership)
-        if (auto s = owned_.set(uuid, nowOwned); !s)
-          log()->warn("cannot remember owned traits: {}", s.error().message);
-      co_return core::Status{};
-    }
-    const std::int64_t before = state.traits->generation;
-    auto gen = co_await api_.putProviderTraits(uuid, before, want);
-    if (gen) {
-      ++counters_.traitWrites;
-      log()->info("traits of {}: {} -> {} traits (generation {})", state.provider.name, have.size(),
-                  want.size(), *gen);
-      state.traits = TraitsView{*gen, std::move(want)};
-      if (state.inventories && state.inventories->generation == before)
-        state.inventories->generation = *gen;
-      if (rootOwnership)
-        if (auto s = owned_.set(uuid, nowOwned); !s)
-          log()->warn("cannot remember owned traits: {}", s.error().message);
-      co_return core::Status{};
-    }
-    state.traits.reset();
-    if (!isConcurrentUpdate(gen.error())) co_return gen.error();
-    ++counters_.conflicts;
-  }
-  co_return core::makeError("traits of " + state.provider.name + ": still conflicting after " +
-                                std::to_string(conflictRetries_) + " retries",
-                            409);
 }
 
 Task<core::Status> Syncer::checkUsages(const ProviderState& root) {

@@ -36,16 +36,32 @@ class Syncer {
   Syncer(Api& api, OwnedTraitsStore& owned, int conflictRetries)
       : api_(api), owned_(owned), conflictRetries_(conflictRetries) {}
 
-  /** One pass. On error the cache is dropped: the next pass re-reads the tree. */
+  /**
+   * One pass: the root first (inventories, traits), then the hugepage children, then the
+   * deletion of children whose page size is gone, each on its own: a refused deletion (VMs still
+   * use it) is recorded in refusedDeletions() and does not fail the pass. On error what is known
+   * of the providers is dropped (the trait catalog is kept): the next pass re-reads them.
+   */
   Task<core::Status> sync(const DesiredProviderTree& desired);
-  /** Forget what is known of the server (periodic resync, Placement restarted). */
+  /**
+   * The node is no longer a hypervisor: COMPUTE_STATUS_DISABLED on its root provider (owned by
+   * the agent when it adds it), nothing else changed. A node without a provider needs nothing.
+   */
+  Task<core::Status> close(const std::string& rootName, const std::string& rootUuid);
+  /** Forget everything known of the server, the trait catalog included (periodic resync). */
   void invalidate();
+  /** Forget what is known of the providers (after a failure, on a role change). */
+  void forgetProviders();
   const SyncCounters& counters() const { return counters_; }
   /** Set by a pass that raised a reservation or lowered a total and found the node over-committed.
    */
   const std::vector<Overcommit>& overcommitted() const { return overcommitted_; }
   /** The root's generation after the last pass (for status). */
   std::int64_t rootGeneration() const;
+  /** Children that should go but could not be deleted: name -> Placement's answer. */
+  const std::map<std::string, std::string>& refusedDeletions() const { return refused_; }
+  /** Set while a provider with the node's name but another uuid blocks the registration. */
+  const std::optional<std::string>& staleProvider() const { return staleProvider_; }
 
  private:
   struct ProviderState {
@@ -54,29 +70,49 @@ class Syncer {
     std::optional<InventoriesView> inventories;
     std::optional<TraitsView> traits;
   };
+  // What one provider should have. `inventories` null: leave them alone (closing).
+  struct ProviderGoal {
+    const Inventories* inventories = nullptr;
+    // Classes whose allocation ratio is whatever the server has (no ratio configured).
+    const std::set<std::string>* keepServerRatio = nullptr;
+    // False for the children: their only class is the agent's.
+    bool keepForeignClasses = false;
+    Traits traits;
+    // Traits are tracked in the owned-traits store (the root).
+    bool ownership = false;
+    // Closing: keep the agent's traits that are there and add `traits`.
+    bool keepOwned = false;
+  };
 
-  Task<core::Status> pass(const DesiredProviderTree& desired);
-  Task<core::Status> ensureTree(const DesiredProviderTree& desired);
+  Task<core::Status> syncOnce(const DesiredProviderTree& desired);
+  Task<core::Status> closeOnce(const std::string& rootName, const std::string& rootUuid);
+  Task<core::Status> prepare(bool needCatalog);
+  Task<core::Status> ensureTree(const DesiredProviderTree& desired, bool create);
   Task<core::Status> ensureResourceClasses(const Inventories& inventories);
-  /** PUT `desired` for the classes `managed` accepts (others on the provider are kept). */
-  Task<core::Status> syncInventories(ProviderState& state, const Inventories& desired,
-                                     bool managesAllClasses);
-  Task<core::Status> syncTraits(ProviderState& state, const Traits& desired, bool rootOwnership);
+  /** Brings one provider to `goal`; the one place that handles 409 concurrent_update. */
+  Task<core::Status> syncProvider(ProviderState& state, const ProviderGoal& goal);
+  Inventories inventoriesWanted(const ProviderState& state, const ProviderGoal& goal) const;
+  Traits traitsWanted(const ProviderState& state, const ProviderGoal& goal, Traits& nowOwned) const;
   Task<core::Result<Traits>> resolveTraits(const Traits& desired,
                                            const std::map<std::string, std::string>& alt);
+  Task<void> deleteObsolete();
   Task<core::Status> checkUsages(const ProviderState& root);
 
   Api& api_;
   OwnedTraitsStore& owned_;
   int conflictRetries_;
   bool versionChecked_ = false;
-  // GET /traits, refreshed with every full re-read.
+  // GET /traits, refreshed with every periodic resync (not after failures: it is ~9 KB).
   std::optional<Traits> catalog_;
   std::set<std::string> classesCreated_;
   bool treeKnown_ = false;
   std::string rootUuid_;
   // Our providers only (the root and the hugepage children), by uuid.
   std::map<std::string, ProviderState> providers_;
+  // Our children whose page size is gone, to delete.
+  std::vector<Provider> obsolete_;
+  std::map<std::string, std::string> refused_;
+  std::optional<std::string> staleProvider_;
   std::set<std::string> unknownTraitsReported_;
   SyncCounters counters_;
   std::vector<Overcommit> overcommitted_;

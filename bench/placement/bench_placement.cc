@@ -170,6 +170,29 @@ int main(int argc, char** argv) {
   waitPass(1);
   rows.push_back({"agent restart, provider already up to date", 1, counting.size() - mark,
                   summary(counting, mark)});
+
+  // The compute role goes (the node is closed), stays away, and comes back.
+  mark = counting.size();
+  agent->setActive(false);
+  testing::runUntil(io, [&] { return agent->closed() && !agent->busy(); });
+  rows.push_back({"compute role lost (COMPUTE_STATUS_DISABLED set)", 1, counting.size() - mark,
+                  summary(counting, mark)});
+  mark = counting.size();
+  updates = 0;
+  const auto closedEnd = std::chrono::steady_clock::now() + std::chrono::seconds(steadySeconds);
+  while (std::chrono::steady_clock::now() < closedEnd) {
+    agent->update(node, pods, true);
+    ++updates;
+    testing::runFor(io, 50ms);
+  }
+  rows.push_back({"steady state without the role: " + std::to_string(steadySeconds) + " s", updates,
+                  counting.size() - mark, summary(counting, mark)});
+  mark = counting.size();
+  const unsigned before = agent->successfulPasses();
+  agent->setActive(true);
+  waitPass(before + 1);
+  rows.push_back({"compute role regained (fresh read, trait cleared)", 1, counting.size() - mark,
+                  summary(counting, mark)});
   agent.reset();
 
   std::printf(

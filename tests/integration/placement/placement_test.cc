@@ -49,6 +49,7 @@ class PlacementIT : public ::testing::Test {
     config_.endpointOverride = *url_;
     config_.debounce = 200ms;
     config_.resyncInterval = 0s;
+    config_.capabilityTraits = {};
     config_.backoff.initial = 50ms;
     config_.backoff.max = 500ms;
     config_.stateFile = *dir_ + "/" + name_ + ".state.json";
@@ -184,7 +185,8 @@ TEST_F(PlacementIT, TraitsFromLabelsAndTheOperatorsTraitSurvivesRestart) {
   auto r = agent();
   r->update(node_, {}, true);
   ASSERT_TRUE(pushed(*r, 1));
-  EXPECT_EQ(traits(uid_), (std::set<std::string>{"CUSTOM_IT_AGENT", "HW_CPU_X86_SSE42"}));
+  EXPECT_EQ(traits(uid_),
+            (std::set<std::string>{"COMPUTE_NODE", "CUSTOM_IT_AGENT", "HW_CPU_X86_SSE42"}));
 
   // An operator adds a trait of their own.
   ASSERT_EQ(op_.call("PUT", "/traits/CUSTOM_IT_OPERATOR").status / 100, 2);
@@ -203,7 +205,8 @@ TEST_F(PlacementIT, TraitsFromLabelsAndTheOperatorsTraitSurvivesRestart) {
   node_.unschedulable = false;
   r->update(node_, {}, true);
   ASSERT_TRUE(pushed(*r, 1));
-  EXPECT_EQ(traits(uid_), (std::set<std::string>{"CUSTOM_IT_OPERATOR", "HW_CPU_X86_SSE42"}));
+  EXPECT_EQ(traits(uid_),
+            (std::set<std::string>{"COMPUTE_NODE", "CUSTOM_IT_OPERATOR", "HW_CPU_X86_SSE42"}));
 }
 
 TEST_F(PlacementIT, NodeRecreatedIsReportedNotAdopted) {
@@ -250,6 +253,104 @@ TEST_F(PlacementIT, PlacementStoppedAndRestartedAgentCatchesUp) {
   EXPECT_EQ(inv["MEMORY_MB"]["reserved"], 5120);
   r.reset();
   testing::runScript(testing::kFixtures + "/stop.sh " + dir, dir + ".stop2.out");
+}
+
+// Issue 10: after a 409 the trait view is re-read too. An operator replaces the traits (as
+// `openstack resource provider trait set` does) and drops the cordon's COMPUTE_STATUS_DISABLED;
+// the agent's next write meets a 409 and must put the trait back.
+TEST_F(PlacementIT, ConflictReReadsTheTraitsToo) {
+  node_.unschedulable = true;
+  auto r = agent();
+  r->update(node_, {makePod(name_, "a", "1", "1Gi")}, true);
+  ASSERT_TRUE(pushed(*r, 1));
+  ASSERT_EQ(traits(uid_).count("COMPUTE_STATUS_DISABLED"), 1u);
+  json t = get("/resource_providers/" + uid_ + "/traits");
+  t["traits"] = json::array({"COMPUTE_NODE"});
+  ASSERT_EQ(op_.call("PUT", "/resource_providers/" + uid_ + "/traits", t).status, 200);
+  r->update(node_, {makePod(name_, "a", "3", "1Gi")}, true);
+  ASSERT_TRUE(pushed(*r, 2));
+  EXPECT_GE(r->counters().conflicts, 1u);
+  EXPECT_EQ(inventories(uid_)["VCPU"]["reserved"], 3);
+  EXPECT_EQ(traits(uid_).count("COMPUTE_STATUS_DISABLED"), 1u);
+}
+
+// Seed 000 4.1: a node without the compute role is not a hypervisor.
+TEST_F(PlacementIT, LosingTheRoleClosesTheNodeRegainingItOpensIt) {
+  auto r = agent();
+  r->update(node_, {}, true);
+  ASSERT_TRUE(pushed(*r, 1));
+  const json before = inventories(uid_);
+  r->setActive(false);
+  ASSERT_TRUE(testing::runUntil(io_, [&] { return r->closed(); }));
+  EXPECT_EQ(traits(uid_).count("COMPUTE_STATUS_DISABLED"), 1u);
+  EXPECT_EQ(inventories(uid_), before) << "the provider and its inventories stay";
+  r->setActive(true);
+  ASSERT_TRUE(
+      testing::runUntil(io_, [&] { return traits(uid_).count("COMPUTE_STATUS_DISABLED") == 0; }));
+}
+
+// A hugepage size goes while a VM still uses it: Placement refuses the child's deletion
+// (resource_provider.inuse); the root is brought up to date all the same.
+TEST_F(PlacementIT, ChildInUseDoesNotHoldTheRootBack) {
+  auto r = agent();
+  r->update(node_, {}, true);
+  ASSERT_TRUE(pushed(*r, 1));
+  const std::string child = uuid5(uid_ + "/hugepages-1Gi");
+  const std::string vm = testing::randomUuid();
+  const json alloc{{"allocations", {{child, {{"resources", {{"MEMORY_MB", 1024}}}}}}},
+                   {"project_id", testing::randomUuid()},
+                   {"user_id", testing::randomUuid()},
+                   {"consumer_generation", nullptr}};
+  ASSERT_EQ(op_.call("PUT", "/allocations/" + vm, alloc, "1.28").status, 204);
+  node_.allocatable.erase("hugepages-1Gi");
+  node_.unschedulable = true;
+  r->update(node_, {makePod(name_, "a", "2", "1Gi")}, true);
+  ASSERT_TRUE(
+      testing::runUntil(io_, [&] { return traits(uid_).count("COMPUTE_STATUS_DISABLED") == 1; }));
+  EXPECT_EQ(inventories(uid_)["VCPU"]["reserved"], 2);
+  ASSERT_TRUE(testing::runUntil(io_, [&] {
+    return !health_.readiness().empty() &&
+           health_.readiness()[0].detail.find("cannot delete " + name_ + ":hugepages-1Gi") !=
+               std::string::npos;
+  })) << (health_.readiness().empty() ? "" : health_.readiness()[0].detail);
+  EXPECT_TRUE(health_.ready());
+  EXPECT_EQ(op_.call("GET", "/resource_providers/" + child).status, 200);
+  // The VM goes: the retry deletes the child.
+  ASSERT_EQ(op_.call("DELETE", "/allocations/" + vm).status, 204);
+  ASSERT_TRUE(testing::runUntil(
+      io_, [&] { return op_.call("GET", "/resource_providers/" + child).status == 404; }));
+  EXPECT_EQ(r->failedPasses(), 0u);
+}
+
+// Nova's rule for allocation ratios: unset in config, a ratio set in Placement is kept.
+TEST_F(PlacementIT, HandSetRatioIsKeptUnlessConfigured) {
+  auto r = agent();
+  r->update(node_, {makePod(name_, "a", "1", "1Gi")}, true);
+  ASSERT_TRUE(pushed(*r, 1));
+  json inv = get("/resource_providers/" + uid_ + "/inventories");
+  inv["inventories"]["VCPU"]["allocation_ratio"] = 8.0;
+  ASSERT_EQ(op_.call("PUT", "/resource_providers/" + uid_ + "/inventories", inv).status, 200);
+  r->update(node_, {makePod(name_, "a", "3", "1Gi")}, true);
+  ASSERT_TRUE(pushed(*r, 2));
+  EXPECT_EQ(inventories(uid_)["VCPU"]["reserved"], 3);
+  EXPECT_DOUBLE_EQ(inventories(uid_)["VCPU"]["allocation_ratio"].get<double>(), 8.0);
+  r.reset();
+  config_.cpuAllocationRatio = 2.0;
+  r = agent();
+  r->update(node_, {makePod(name_, "a", "3", "1Gi")}, true);
+  ASSERT_TRUE(pushed(*r, 1));
+  EXPECT_DOUBLE_EQ(inventories(uid_)["VCPU"]["allocation_ratio"].get<double>(), 2.0);
+}
+
+// The default capability traits are all standard traits this Placement knows.
+TEST_F(PlacementIT, RootCarriesComputeNodeAndTheCapabilityTraits) {
+  config_.capabilityTraits = defaultCapabilityTraits();
+  auto r = agent();
+  r->update(node_, {}, true);
+  ASSERT_TRUE(pushed(*r, 1));
+  std::set<std::string> want{"COMPUTE_NODE"};
+  want.insert(config_.capabilityTraits.begin(), config_.capabilityTraits.end());
+  EXPECT_EQ(traits(uid_), want);
 }
 
 }  // namespace

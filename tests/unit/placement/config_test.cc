@@ -16,8 +16,11 @@ TEST(PlacementConfigTest, Defaults) {
   auto c = parse("{}");
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_TRUE(c->enabled);
-  EXPECT_DOUBLE_EQ(c->cpuAllocationRatio, 4.0);
-  EXPECT_DOUBLE_EQ(c->ramAllocationRatio, 1.0);
+  EXPECT_FALSE(c->cpuAllocationRatio) << "unset: Placement's value is kept (Nova's rule)";
+  EXPECT_FALSE(c->ramAllocationRatio);
+  EXPECT_DOUBLE_EQ(c->initialCpuAllocationRatio, 4.0);
+  EXPECT_DOUBLE_EQ(c->initialRamAllocationRatio, 1.0);
+  EXPECT_EQ(c->capabilityTraits, defaultCapabilityTraits());
   EXPECT_EQ(c->debounce, std::chrono::seconds(30));
   EXPECT_EQ(c->reservedStep.vcpu, 1);
   EXPECT_EQ(c->reservedStep.memoryMb, 256);
@@ -43,6 +46,8 @@ cacert: /etc/ssl/ca.pem
 verify: false
 cpuAllocationRatio: 8
 ramAllocationRatio: 1.5
+initialCpuAllocationRatio: 16
+capabilityTraits: [COMPUTE_IMAGE_TYPE_RAW]
 debounceSeconds: 0.2
 reservedStep: {vcpu: 2, memoryMb: 512}
 perVmMemoryOverheadMb: 300
@@ -61,11 +66,16 @@ requestTimeoutSeconds: 5
   EXPECT_EQ(c->hugepagesModel, HugepagesModel::CustomClass);
   EXPECT_FALSE(c->verify);
   EXPECT_EQ(c->resyncInterval.count(), 0);
+  EXPECT_EQ(c->cpuAllocationRatio, 8.0);
+  EXPECT_EQ(c->ramAllocationRatio, 1.5);
+  EXPECT_DOUBLE_EQ(c->initialCpuAllocationRatio, 16);
+  EXPECT_EQ(c->capabilityTraits, (std::vector<std::string>{"COMPUTE_IMAGE_TYPE_RAW"}));
 }
 
 TEST(PlacementConfigTest, ErrorsNameTheField) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"cpuAllocationRatio: 0", "cpuAllocationRatio: 0 is out of range"},
+      {"capabilityTraits: [compute_node]", "\"compute_node\" is not a trait name"},
       {"interface: private", "interface: \"private\" is not one of: public, internal, admin"},
       {"hugepagesModel: flat", "hugepagesModel: \"flat\" is not one of"},
       {"auth: {type: password, authUrl: http://k/v3, username: u}",

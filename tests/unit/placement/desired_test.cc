@@ -43,7 +43,9 @@ TEST(DesiredTest, RootProviderAndBasicInventories) {
   // 60498112 KiB = 59080.1875 MiB: rounded down.
   EXPECT_EQ(t.root.inventories.at("MEMORY_MB"), (Inventory{59080, 0, 1, 59080, 1, 1.0}));
   EXPECT_TRUE(t.nested.empty());
-  EXPECT_TRUE(t.root.traits.empty());
+  Traits want{"COMPUTE_NODE"};
+  for (const auto& c : defaultCapabilityTraits()) want.insert(c);
+  EXPECT_EQ(t.root.traits, want);
   EXPECT_TRUE(t.warnings.empty());
 }
 
@@ -132,10 +134,28 @@ TEST(DesiredTest, AllocationRatioAnnotations) {
   auto t = planPlacement(cfg, n, {});
   EXPECT_DOUBLE_EQ(t.root.inventories.at("VCPU").allocationRatio, 2.5);
   EXPECT_DOUBLE_EQ(t.root.inventories.at("MEMORY_MB").allocationRatio, 1.0);
+  // The annotation is enforced; an unset config ratio leaves MEMORY_MB's to Placement.
+  EXPECT_EQ(t.root.ratioFromServer, (std::set<std::string>{"MEMORY_MB"}));
   ASSERT_EQ(t.warnings.size(), 1u);
   EXPECT_EQ(t.warnings[0],
             "annotation placement.openkeel.io/ram-allocation-ratio=\"-1\" is not a number in "
-            "(0, 1000]; using 1");
+            "(0, 1000]; ignored");
+}
+
+// Nova's ComputeDriver._get_allocation_ratios: configured -> enforced; unset -> Placement's value
+// kept, the initial ratio for a new class only.
+TEST(DesiredTest, AllocationRatiosFollowNovasRule) {
+  PlacementConfig cfg;
+  auto t = planPlacement(cfg, node(), {});
+  EXPECT_DOUBLE_EQ(t.root.inventories.at("VCPU").allocationRatio, 4.0);
+  EXPECT_DOUBLE_EQ(t.root.inventories.at("MEMORY_MB").allocationRatio, 1.0);
+  EXPECT_EQ(t.root.ratioFromServer, (std::set<std::string>{"MEMORY_MB", "VCPU"}));
+  cfg.initialCpuAllocationRatio = 16;
+  cfg.ramAllocationRatio = 1.5;
+  t = planPlacement(cfg, node(), {});
+  EXPECT_DOUBLE_EQ(t.root.inventories.at("VCPU").allocationRatio, 16);
+  EXPECT_DOUBLE_EQ(t.root.inventories.at("MEMORY_MB").allocationRatio, 1.5);
+  EXPECT_EQ(t.root.ratioFromServer, (std::set<std::string>{"VCPU"}));
 }
 
 TEST(DesiredTest, HugepagesAsNestedProvidersMemoryNotCutTwice) {
@@ -167,6 +187,7 @@ TEST(DesiredTest, HugepagesAsNestedProvidersMemoryNotCutTwice) {
 
 TEST(DesiredTest, Traits) {
   PlacementConfig cfg;
+  cfg.capabilityTraits = {};
   auto n = node();
   n.labels = {{"cpu-feature.node.kubevirt.io/sse4.2", "true"},
               {"cpu-feature.node.kubevirt.io/avx512f", "true"},
@@ -180,26 +201,96 @@ TEST(DesiredTest, Traits) {
               {"kubernetes.io/hostname", "cmp-1"}};
   n.unschedulable = true;
   auto t = planPlacement(cfg, n, {});
-  EXPECT_EQ(t.root.traits, (Traits{"COMPUTE_NET_VIRTIO_PACKED", "COMPUTE_STATUS_DISABLED",
-                                   "CUSTOM_GPU_LAB", "HW_CPU_X86_AESNI", "HW_CPU_X86_AMD_SSBD",
-                                   "HW_CPU_X86_AVX512F", "HW_CPU_X86_SSE42"}));
+  EXPECT_EQ(t.root.traits,
+            (Traits{"COMPUTE_NET_VIRTIO_PACKED", "COMPUTE_NODE", "COMPUTE_STATUS_DISABLED",
+                    "CUSTOM_GPU_LAB", "HW_CPU_X86_AESNI", "HW_CPU_X86_AMD_SSBD",
+                    "HW_CPU_X86_AVX512F", "HW_CPU_X86_SSE42"}));
   EXPECT_EQ(t.warnings.size(), 2u);
 }
 
-TEST(DesiredTest, CpuFeatureNames) {
+// nova/virt/libvirt/utils.py CPU_TRAITS_MAPPING (python3-nova, Zed), every entry, written out
+// independently of the implementation's table.
+TEST(DesiredTest, CpuFeaturesAsNovaSpellsThem) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> nova = {
+      {"3dnow", {"HW_CPU_X86_3DNOW"}},
+      {"abm", {"HW_CPU_X86_ABM"}},
+      {"aes", {"HW_CPU_X86_AESNI"}},
+      {"avx", {"HW_CPU_X86_AVX"}},
+      {"avx2", {"HW_CPU_X86_AVX2"}},
+      {"avx512bw", {"HW_CPU_X86_AVX512BW"}},
+      {"avx512cd", {"HW_CPU_X86_AVX512CD"}},
+      {"avx512dq", {"HW_CPU_X86_AVX512DQ"}},
+      {"avx512er", {"HW_CPU_X86_AVX512ER"}},
+      {"avx512f", {"HW_CPU_X86_AVX512F"}},
+      {"avx512pf", {"HW_CPU_X86_AVX512PF"}},
+      {"avx512vl", {"HW_CPU_X86_AVX512VL"}},
+      {"avx512vnni", {"HW_CPU_X86_AVX512VNNI"}},
+      {"avx512vbmi", {"HW_CPU_X86_AVX512VBMI"}},
+      {"avx512ifma", {"HW_CPU_X86_AVX512IFMA"}},
+      {"avx512vbmi2", {"HW_CPU_X86_AVX512VBMI2"}},
+      {"avx512bitalg", {"HW_CPU_X86_AVX512BITALG"}},
+      {"vaes", {"HW_CPU_X86_AVX512VAES"}},
+      {"gfni", {"HW_CPU_X86_AVX512GFNI"}},
+      {"vpclmulqdq", {"HW_CPU_X86_AVX512VPCLMULQDQ"}},
+      {"avx512-vpopcntdq", {"HW_CPU_X86_AVX512VPOPCNTDQ"}},
+      {"bmi1", {"HW_CPU_X86_BMI"}},
+      {"bmi2", {"HW_CPU_X86_BMI2"}},
+      {"pclmuldq", {"HW_CPU_X86_CLMUL"}},
+      {"f16c", {"HW_CPU_X86_F16C"}},
+      {"fma", {"HW_CPU_X86_FMA3"}},
+      {"fma4", {"HW_CPU_X86_FMA4"}},
+      {"mmx", {"HW_CPU_X86_MMX"}},
+      {"mpx", {"HW_CPU_X86_MPX"}},
+      {"sha-ni", {"HW_CPU_X86_SHA"}},
+      {"sse", {"HW_CPU_X86_SSE"}},
+      {"sse2", {"HW_CPU_X86_SSE2"}},
+      {"sse3", {"HW_CPU_X86_SSE3"}},
+      {"sse4.1", {"HW_CPU_X86_SSE41"}},
+      {"sse4.2", {"HW_CPU_X86_SSE42"}},
+      {"sse4a", {"HW_CPU_X86_SSE4A"}},
+      {"ssse3", {"HW_CPU_X86_SSSE3"}},
+      {"svm", {"HW_CPU_X86_SVM", "HW_CPU_X86_AMD_SVM"}},
+      {"tbm", {"HW_CPU_X86_TBM"}},
+      {"vmx", {"HW_CPU_X86_VMX", "HW_CPU_X86_INTEL_VMX"}},
+      {"xop", {"HW_CPU_X86_XOP"}},
+  };
+  for (const auto& [feature, traits] : nova)
+    EXPECT_EQ(cpuFeatureTraits(feature), traits) << feature;
+  EXPECT_EQ(novaCpuTraitsMapping().size(), nova.size()) << "an entry Nova does not have";
+  // Both of svm's traits reach the provider.
+  PlacementConfig cfg;
+  cfg.capabilityTraits = {};
+  auto n = node();
+  n.labels = {{"cpu-feature.node.kubevirt.io/svm", "true"}};
+  EXPECT_EQ(planPlacement(cfg, n, {}).root.traits,
+            (Traits{"COMPUTE_NODE", "HW_CPU_X86_AMD_SVM", "HW_CPU_X86_SVM"}));
+}
+
+TEST(DesiredTest, CpuFeaturesOutsideNovasTable) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"sse4.2", "HW_CPU_X86_SSE42"},
-      {"sse4.1", "HW_CPU_X86_SSE41"},
       {"avx512vpopcntdq", "HW_CPU_X86_AVX512VPOPCNTDQ"},
-      {"pclmuldq", "HW_CPU_X86_CLMUL"},
-      {"fma", "HW_CPU_X86_FMA3"},
-      {"bmi1", "HW_CPU_X86_BMI"},
+      {"pclmulqdq", "HW_CPU_X86_CLMUL"},
+      {"amd-ssbd", "HW_CPU_X86_AMD_SSBD"},
       {"tsc-deadline", "HW_CPU_X86_TSCDEADLINE"}};
-  for (const auto& [feature, trait] : cases) EXPECT_EQ(cpuFeatureTrait(feature), trait) << feature;
+  for (const auto& [feature, trait] : cases)
+    EXPECT_EQ(cpuFeatureTraits(feature), std::vector<std::string>{trait}) << feature;
+}
+
+TEST(DesiredTest, RootCarriesComputeNodeAndTheCapabilityTraits) {
+  PlacementConfig cfg;
+  auto t = planPlacement(cfg, node(), {});
+  EXPECT_TRUE(t.root.traits.count("COMPUTE_NODE"));
+  for (const char* trait : {"COMPUTE_IMAGE_TYPE_RAW", "COMPUTE_IMAGE_TYPE_QCOW2",
+                            "COMPUTE_STORAGE_BUS_VIRTIO", "COMPUTE_NET_VIF_MODEL_VIRTIO"})
+    EXPECT_TRUE(t.root.traits.count(trait)) << trait;
+  cfg.capabilityTraits = {"COMPUTE_IMAGE_TYPE_RAW"};
+  EXPECT_EQ(planPlacement(cfg, node(), {}).root.traits,
+            (Traits{"COMPUTE_IMAGE_TYPE_RAW", "COMPUTE_NODE"}));
 }
 
 TEST(DesiredTest, DryRunJsonShape) {
   PlacementConfig cfg;
+  cfg.capabilityTraits = {};
   auto n = node("4", "8Gi");
   n.allocatable["hugepages-2Mi"] = "512Mi";
   n.labels["trait.openkeel.io/CUSTOM_B"] = "";
@@ -213,7 +304,8 @@ TEST(DesiredTest, DryRunJsonShape) {
     "nested": [{"name": "cmp-1:hugepages-2Mi",
                 "inventories": {"MEMORY_MB": {"total": 512, "reserved": 0, "min_unit": 1, "max_unit": 512, "step_size": 1, "allocation_ratio": 1.0}},
                 "traits": ["CUSTOM_HUGEPAGES_2M"]}],
-    "traits": ["CUSTOM_A", "CUSTOM_B"]})");
+    "traits": ["COMPUTE_NODE", "CUSTOM_A", "CUSTOM_B"],
+    "allocationRatiosFromPlacement": ["MEMORY_MB", "VCPU"]})");
   EXPECT_EQ(got, want) << got.dump(2);
 }
 
@@ -227,11 +319,12 @@ TEST(DesiredTest, LabNodeFromTestData) {
   std::vector<k8s::PodInfo> pods;
   for (const auto& item : (*podsDoc)["items"]) pods.push_back(*k8s::parsePod(item));
   PlacementConfig cfg;
+  cfg.capabilityTraits = {};
   auto t = planPlacement(cfg, *n, pods);
   // virt-handler 10m + galera max(1, 100m) = 1010m -> 2; 357Mi + 2Gi + one VM's overhead.
   EXPECT_EQ(t.root.inventories.at("VCPU"), (Inventory{15, 2, 1, 15, 1, 4.0}));
   EXPECT_EQ(t.root.inventories.at("MEMORY_MB").reserved, 357 + 2048 + 256);
-  EXPECT_EQ(t.root.traits, (Traits{"HW_CPU_X86_AESNI", "HW_CPU_X86_AVX"}));
+  EXPECT_EQ(t.root.traits, (Traits{"COMPUTE_NODE", "HW_CPU_X86_AESNI", "HW_CPU_X86_AVX"}));
   ASSERT_EQ(t.nested.size(), 1u);
   EXPECT_EQ(t.vmPods, 1);
   ASSERT_EQ(t.nonVmPods.size(), 2u);

@@ -5,6 +5,8 @@
 // injected: down (transport errors), a concurrent writer, an old server. Calls are counted.
 
 #include <map>
+#include <set>
+#include <stdexcept>
 #include <string>
 
 #include "placement/client.h"
@@ -21,13 +23,20 @@ class FakePlacement final : public placement::Api {
   };
 
   std::map<std::string, Entry> providers;
-  placement::Traits catalog{"COMPUTE_STATUS_DISABLED", "HW_CPU_X86_AVX", "HW_CPU_X86_AESNI",
+  placement::Traits catalog{"COMPUTE_NODE",     "COMPUTE_STATUS_DISABLED",
+                            "HW_CPU_X86_AVX",   "HW_CPU_X86_AESNI",
                             "HW_CPU_X86_SSE42", "COMPUTE_NET_VIRTIO_PACKED"};
   std::string version = "1.39";
   // Every call fails as if the connection was refused.
   bool down = false;
   // The next N writes (PUT inventories/traits) find the generation moved by someone else.
   int concurrentWriters = 0;
+  // The next N calls of that name fail with HTTP 500 / throw (a server answer of a shape the
+  // client did not expect).
+  std::map<std::string, int> failNext;
+  std::map<std::string, int> throwNext;
+  // Providers that hold allocations: DELETE is refused (409 resource_provider.inuse).
+  std::set<std::string> inUse;
   // Calls by name ("putInventories", ...).
   std::map<std::string, int> calls;
 
@@ -84,6 +93,8 @@ class FakePlacement final : public placement::Api {
   }
   placement::Task<core::Status> deleteProvider(const std::string& uuid) override {
     if (auto e = fail("deleteProvider")) co_return *e;
+    if (inUse.count(uuid))
+      co_return core::makeError("HTTP 409 [placement.resource_provider.inuse] in use", 409);
     providers.erase(uuid);
     co_return core::Status{};
   }
@@ -145,6 +156,14 @@ class FakePlacement final : public placement::Api {
   std::optional<core::Error> fail(const char* call) {
     ++calls[call];
     if (down) return core::makeError(std::string(call) + ": connection refused", 7);
+    if (auto t = throwNext.find(call); t != throwNext.end() && t->second > 0) {
+      --t->second;
+      throw std::runtime_error(std::string(call) + ": [json.exception.type_error.302]");
+    }
+    if (auto f = failNext.find(call); f != failNext.end() && f->second > 0) {
+      --f->second;
+      return core::makeError(std::string(call) + ": HTTP 500", 500);
+    }
     return std::nullopt;
   }
   std::optional<core::Error> conflict(Entry& e, std::int64_t gen) {

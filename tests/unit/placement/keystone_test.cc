@@ -132,6 +132,29 @@ TEST_F(KeystoneTest, FailuresAreClearAndSecretFree) {
       std::string::npos);
 }
 
+// Issue 10: a catalog endpoint with `"region_id": null` (Keystone allows endpoints without a
+// region) threw out of the Placement worker. Nulls and odd types are "absent".
+TEST_F(KeystoneTest, NullsInTheCatalogAreAbsentValues) {
+  ResolvedAuth a = passwordAuth();
+  a.regionName = "";
+  KeystoneAuth auth(http_, a, std::chrono::seconds(5));
+  std::optional<core::Result<Session>> got;
+  boost::asio::co_spawn(
+      io_, [&]() -> Task<void> { got = co_await auth.session(false); }, boost::asio::detached);
+  io_.poll();
+  auto p = http_.next();
+  ASSERT_NE(p, nullptr);
+  p->response.headers["x-subject-token"] = "t";
+  p->reply(201, R"({"token": {"issued_at": null, "expires_at": 7, "catalog": [
+    {"type": null, "endpoints": null},
+    {"type": "placement", "endpoints": [
+      {"interface": "internal", "region_id": null, "region": null, "url": null},
+      {"interface": "internal", "region_id": null, "url": "http://placement-noregion"}]}]}})");
+  ASSERT_TRUE(got.has_value());
+  ASSERT_TRUE(got->ok()) << got->error().message;
+  EXPECT_EQ((*got)->endpoint, "http://placement-noregion");
+}
+
 TEST(KeystoneTimeTest, SecondsBetween) {
   EXPECT_EQ(secondsBetween("2026-11-02T10:00:00.000000Z", "2026-11-02T11:00:00.000000Z"), 3600);
   EXPECT_EQ(secondsBetween("2026-12-31T23:59:00Z", "2027-01-01T00:01:00Z"), 120);

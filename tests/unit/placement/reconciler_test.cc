@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include <filesystem>
 
+#include "tests/fakes/fake_http_client.h"
 #include "tests/unit/placement/fake_placement.h"
 
 namespace okna::placement {
@@ -19,6 +22,7 @@ class ReconcilerTest : public ::testing::Test {
     config_.debounce = 200ms;
     config_.stateFile = stateFile_;
     config_.resyncInterval = std::chrono::seconds(0);
+    config_.capabilityTraits = {};
     config_.backoff.initial = 5ms;
     config_.backoff.max = 20ms;
     node_.name = "cmp-1";
@@ -90,7 +94,7 @@ TEST_F(ReconcilerTest, FirstPushCreatesTheTree) {
   EXPECT_EQ(root().provider.name, "cmp-1");
   EXPECT_EQ(root().inventories.at("VCPU"), (Inventory{16, 2, 1, 16, 1, 4.0}));
   EXPECT_EQ(root().inventories.at("MEMORY_MB"), (Inventory{65536, 1024, 1, 65536, 1, 1.0}));
-  EXPECT_EQ(root().traits, (Traits{"CUSTOM_LAB", "HW_CPU_X86_AVX"}));
+  EXPECT_EQ(root().traits, (Traits{"COMPUTE_NODE", "CUSTOM_LAB", "HW_CPU_X86_AVX"}));
   ASSERT_EQ(fake_.providers.size(), 2u);
   const auto& child =
       std::find_if(fake_.providers.begin(), fake_.providers.end(), [](const auto& kv) {
@@ -142,7 +146,12 @@ TEST_F(ReconcilerTest, ChangeBelowStepIsNotSent) {
   EXPECT_EQ(fake_.total(), before);
   EXPECT_EQ(root().inventories.at("MEMORY_MB").reserved, 1024);
   EXPECT_EQ(metric("okna_placement_changes_skipped_total{reason=\"below_step\"}"), 1);
-  // Another +200 MiB: 300 MiB since the last value sent, so it goes out.
+  // Exactly the step (+256 MiB): the seed says "more than", so still nothing.
+  r->update(node_, {pod("a", "1", "1Gi"), pod("b", "0", "256Mi")}, true);
+  settle();
+  EXPECT_EQ(fake_.total(), before);
+  EXPECT_EQ(root().inventories.at("MEMORY_MB").reserved, 1024);
+  // Another +44 MiB: 300 MiB since the last value sent, so it goes out.
   r->update(node_, {pod("a", "1", "1Gi"), pod("b", "0", "300Mi")}, true);
   ASSERT_TRUE(runUntil([&] { return root().inventories.at("MEMORY_MB").reserved == 1324; }));
 }
@@ -160,7 +169,7 @@ TEST_F(ReconcilerTest, NodeChangesSkipTheStepAndTheWindow) {
   ASSERT_TRUE(runUntil([&] { return root().inventories.at("VCPU").total == 12; }));
   node_.unschedulable = false;
   r->update(node_, {}, true);
-  ASSERT_TRUE(runUntil([&] { return root().traits.empty(); }));
+  ASSERT_TRUE(runUntil([&] { return root().traits == Traits{"COMPUTE_NODE"}; }));
 }
 
 TEST_F(ReconcilerTest, ConcurrentWriterIsRetried) {
@@ -212,7 +221,8 @@ TEST_F(ReconcilerTest, TraitOwnershipSurvivesRestart) {
   node_.labels["cpu-feature.node.kubevirt.io/avx"] = "true";
   r->update(node_, {}, true);
   ASSERT_TRUE(runUntil([&] { return !root().traits.count("CUSTOM_A"); }));
-  EXPECT_EQ(root().traits, (Traits{"CUSTOM_B", "CUSTOM_OPERATOR", "HW_CPU_X86_AVX"}));
+  EXPECT_EQ(root().traits,
+            (Traits{"COMPUTE_NODE", "CUSTOM_B", "CUSTOM_OPERATOR", "HW_CPU_X86_AVX"}));
 
   // Restart: a new reconciler reads what it owns from the state file.
   r.reset();
@@ -220,7 +230,7 @@ TEST_F(ReconcilerTest, TraitOwnershipSurvivesRestart) {
   node_.labels.clear();
   r->update(node_, {}, true);
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
-  EXPECT_EQ(root().traits, (Traits{"CUSTOM_OPERATOR", "HW_CPU_X86_AVX"}))
+  EXPECT_EQ(root().traits, (Traits{"COMPUTE_NODE", "CUSTOM_OPERATOR", "HW_CPU_X86_AVX"}))
       << "CUSTOM_B was the agent's; AVX was set by the operator first, so it stays";
 }
 
@@ -230,7 +240,7 @@ TEST_F(ReconcilerTest, UnknownStandardTraitIsSkipped) {
                   {"cpu-feature.node.kubevirt.io/sse4.2", "true"}};
   r->update(node_, {}, true);
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
-  EXPECT_EQ(root().traits, (Traits{"HW_CPU_X86_SSE42"}));
+  EXPECT_EQ(root().traits, (Traits{"COMPUTE_NODE", "HW_CPU_X86_SSE42"}));
 }
 
 TEST_F(ReconcilerTest, ProviderWithTheNameButAnotherUuidIsReportedNotAdopted) {
@@ -257,17 +267,16 @@ TEST_F(ReconcilerTest, OldPlacementIsAClearError) {
             std::string::npos);
 }
 
-TEST_F(ReconcilerTest, InactiveWithoutComputeRole) {
+TEST_F(ReconcilerTest, LosingTheRoleKeepsTheProvider) {
   auto r = make();
-  r->setActive(false);
   r->update(node_, {}, true);
-  settle(50ms);
-  EXPECT_EQ(fake_.total(), 0);
-  EXPECT_TRUE(health_.readiness().empty());
-  r->setActive(true);
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  const auto inventories = root().inventories;
   r->setActive(false);
+  ASSERT_TRUE(runUntil([&] { return r->closed(); }));
+  EXPECT_TRUE(health_.readiness().empty());
   EXPECT_EQ(fake_.providers.size(), 2u) << "losing the role never deletes the provider";
+  EXPECT_EQ(root().inventories, inventories) << "nor changes its inventories";
 }
 
 TEST_F(ReconcilerTest, RemovedPageSizeDeletesItsChild) {
@@ -278,6 +287,232 @@ TEST_F(ReconcilerTest, RemovedPageSizeDeletesItsChild) {
   node_.allocatable.erase("hugepages-1Gi");
   r->update(node_, {}, true);
   ASSERT_TRUE(runUntil([&] { return fake_.providers.size() == 1; }));
+}
+
+// Issue 10, "the cache must not lie": a 409 on inventories means the provider changed in ways the
+// agent did not see; its trait view must be re-read too (here: an operator removed the cordon's
+// COMPUTE_STATUS_DISABLED, and the agent must put it back with the next write).
+TEST_F(ReconcilerTest, ConflictForgetsEverythingKnownOfTheProvider) {
+  node_.unschedulable = true;
+  auto r = make();
+  r->update(node_, {pod("a", "1", "1Gi")}, true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  ASSERT_TRUE(root().traits.count("COMPUTE_STATUS_DISABLED"));
+  fake_.providers.at(kUid).traits.erase("COMPUTE_STATUS_DISABLED");
+  ++fake_.providers.at(kUid).provider.generation;
+  r->update(node_, {pod("a", "3", "1Gi")}, true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 2; }));
+  EXPECT_EQ(root().inventories.at("VCPU").reserved, 3);
+  EXPECT_EQ(r->counters().conflicts, 1u);
+  EXPECT_TRUE(root().traits.count("COMPUTE_STATUS_DISABLED"))
+      << "the trait view older than the 409 was trusted";
+}
+
+TEST_F(ReconcilerTest, RegainingTheRoleStartsFromAFreshRead) {
+  auto r = make();
+  r->update(node_, {}, true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  r->setActive(false);
+  ASSERT_TRUE(runUntil([&] { return r->closed(); }));
+  // While the role is away, someone deletes an inventory class.
+  fake_.providers.at(kUid).inventories.erase("MEMORY_MB");
+  ++fake_.providers.at(kUid).provider.generation;
+  r->setActive(true);
+  ASSERT_TRUE(runUntil([&] { return root().inventories.count("MEMORY_MB") == 1; }));
+}
+
+// Issue 10, "a pass cannot jam": a child that Placement refuses to delete (VMs still use its
+// hugepages) must not hold back the root's reservations and cordon state.
+TEST_F(ReconcilerTest, RefusedChildDeletionDoesNotHoldTheRootBack) {
+  auto r = make();
+  std::vector<std::string> events;
+  r->setEventSink([&](const std::string& type, const std::string& reason, const std::string&) {
+    events.push_back(type + " " + reason);
+  });
+  r->update(node_, {pod("a", "1", "1Gi")}, true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  const std::string child = uuid5(std::string(kUid) + "/hugepages-1Gi");
+  ASSERT_TRUE(fake_.providers.count(child));
+  fake_.inUse.insert(child);
+  node_.allocatable.erase("hugepages-1Gi");
+  node_.unschedulable = true;
+  r->update(node_, {pod("a", "4", "1Gi")}, true);
+  ASSERT_TRUE(runUntil([&] { return root().traits.count("COMPUTE_STATUS_DISABLED") == 1; }));
+  EXPECT_EQ(root().inventories.at("VCPU").reserved, 4);
+  EXPECT_TRUE(fake_.providers.count(child));
+  // Retried on its own: the refusal stays visible, the node stays ready.
+  ASSERT_TRUE(runUntil([&] { return fake_.calls["deleteProvider"] >= 3; }));
+  EXPECT_TRUE(health_.ready());
+  ASSERT_EQ(health_.readiness().size(), 1u);
+  EXPECT_NE(health_.readiness()[0].detail.find("cannot delete cmp-1:hugepages-1Gi"),
+            std::string::npos)
+      << health_.readiness()[0].detail;
+  EXPECT_EQ(metric("okna_placement_deletions_refused"), 1);
+  EXPECT_EQ(events, std::vector<std::string>{"Warning PlacementProviderInUse"}) << "once";
+  // The VMs leave: the child goes, and so does the detail.
+  fake_.inUse.clear();
+  ASSERT_TRUE(runUntil([&] { return !fake_.providers.count(child); }));
+  ASSERT_TRUE(runUntil(
+      [&] { return health_.readiness()[0].detail.find("cannot delete") == std::string::npos; }));
+  EXPECT_EQ(r->failedPasses(), 0u);
+}
+
+TEST_F(ReconcilerTest, AnExceptionFailsThePassNotTheWorker) {
+  fake_.throwNext["providersInTree"] = 1;
+  auto r = make();
+  r->update(node_, {}, true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  EXPECT_EQ(r->failedPasses(), 1u);
+  EXPECT_EQ(metric("okna_placement_worker_errors_total"), 1);
+  // And it keeps working afterwards.
+  node_.unschedulable = true;
+  r->update(node_, {}, true);
+  ASSERT_TRUE(runUntil([&] { return root().traits.count("COMPUTE_STATUS_DISABLED") == 1; }));
+}
+
+TEST_F(ReconcilerTest, ResyncSurvivesTheRoleGoingAndComingBack) {
+  config_.resyncInterval = std::chrono::seconds(1);
+  auto r = make();
+  r->update(node_, {}, true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  r->setActive(false);
+  ASSERT_TRUE(runUntil([&] { return r->closed(); }));
+  r->setActive(true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 3; }));
+  // Behind the agent's back, with no trigger of its own: only a resync repairs it.
+  fake_.providers.at(kUid).inventories.erase("VCPU");
+  ++fake_.providers.at(kUid).provider.generation;
+  ASSERT_TRUE(runUntil([&] { return root().inventories.count("VCPU") == 1; }));
+}
+
+TEST_F(ReconcilerTest, FailedPassesKeepTheTraitCatalog) {
+  fake_.failNext["putInventories"] = 3;
+  auto r = make();
+  r->update(node_, {}, true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  EXPECT_EQ(r->failedPasses(), 3u);
+  EXPECT_EQ(fake_.calls["allTraits"], 1) << "GET /traits (~9 KB) is not a retry's business";
+}
+
+TEST_F(ReconcilerTest, FailureAfterTheRoleWentLeavesNoReadinessEntry) {
+  auto r = make();
+  fake_.down = true;
+  r->update(node_, {}, true);
+  ASSERT_TRUE(runUntil([&] { return r->failedPasses() >= 1; }));
+  ASSERT_EQ(health_.readiness().size(), 1u);
+  r->setActive(false);
+  const unsigned failed = r->failedPasses();
+  ASSERT_TRUE(runUntil([&] { return r->failedPasses() >= failed + 2; }));
+  EXPECT_TRUE(health_.readiness().empty());
+  EXPECT_TRUE(health_.ready());
+}
+
+TEST_F(ReconcilerTest, RecreatedNodeShowsInReadinessWhenever) {
+  auto r = make();
+  r->update(node_, {}, true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  EXPECT_TRUE(health_.ready());
+  // The Node is deleted and re-joins with a new uid while the old provider still exists.
+  node_.uid = "99999999-1111-4222-8333-444455556666";
+  r->update(node_, {}, true);
+  ASSERT_TRUE(runUntil([&] { return r->failedPasses() >= 1; }));
+  EXPECT_FALSE(health_.ready());
+  EXPECT_NE(health_.readiness()[0].detail.find("already exists with uuid " + std::string(kUid)),
+            std::string::npos);
+}
+
+TEST_F(ReconcilerTest, WithoutCredentialsTheRoleAloneDecidesReadiness) {
+  ::unsetenv("OS_CLOUD");
+  testing::FakeHttpClient http;
+  Reconciler r(io_, http, config_, metrics_, health_);
+  r.setActive(true);
+  r.setActive(true);
+  ASSERT_EQ(health_.readiness().size(), 1u);
+  EXPECT_FALSE(health_.ready());
+  EXPECT_NE(health_.readiness()[0].detail.find("no credentials"), std::string::npos);
+  r.setActive(false);
+  EXPECT_TRUE(health_.readiness().empty()) << "the compute role went, and so must its check";
+  EXPECT_TRUE(health_.ready());
+  EXPECT_TRUE(http.all().empty());
+}
+
+// Issue 10, "the role closes the node" (seed 000 § 4.1).
+TEST_F(ReconcilerTest, LosingTheRoleDisablesTheProviderUntilItComesBack) {
+  auto r = make();
+  node_.labels["trait.openkeel.io/CUSTOM_LAB"] = "";
+  r->update(node_, {}, true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  EXPECT_FALSE(root().traits.count("COMPUTE_STATUS_DISABLED"));
+  r->setActive(false);
+  ASSERT_TRUE(runUntil([&] { return root().traits.count("COMPUTE_STATUS_DISABLED") == 1; }));
+  EXPECT_TRUE(root().traits.count("CUSTOM_LAB")) << "closing changes nothing else";
+  // Cordoned, then uncordoned, while the role is away: the node stays closed.
+  node_.unschedulable = true;
+  r->update(node_, {}, true);
+  node_.unschedulable = false;
+  r->update(node_, {}, true);
+  settle(100ms);
+  EXPECT_TRUE(root().traits.count("COMPUTE_STATUS_DISABLED"));
+  // The role returns on an uncordoned node: open again.
+  r->setActive(true);
+  ASSERT_TRUE(runUntil([&] { return root().traits.count("COMPUTE_STATUS_DISABLED") == 0; }));
+  // The role returns on a cordoned node: stays closed, as the cordon says.
+  r->setActive(false);
+  ASSERT_TRUE(runUntil([&] { return root().traits.count("COMPUTE_STATUS_DISABLED") == 1; }));
+  node_.unschedulable = true;
+  r->update(node_, {}, true);
+  r->setActive(true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() >= 5; }));
+  settle(50ms);
+  EXPECT_TRUE(root().traits.count("COMPUTE_STATUS_DISABLED"));
+  node_.unschedulable = false;
+  r->update(node_, {}, true);
+  ASSERT_TRUE(runUntil([&] { return root().traits.count("COMPUTE_STATUS_DISABLED") == 0; }));
+}
+
+TEST_F(ReconcilerTest, StartingWithoutTheRoleClosesAnExistingProviderOnly) {
+  {
+    auto r = std::make_unique<Reconciler>(io_, fake_, config_, metrics_, health_);
+    r->setActive(false);
+    r->update(node_, {}, true);
+    ASSERT_TRUE(runUntil([&] { return r->closed(); }));
+    EXPECT_TRUE(fake_.providers.empty()) << "no provider is created for a node without the role";
+    EXPECT_EQ(fake_.writes(), 0);
+    EXPECT_TRUE(health_.readiness().empty());
+  }
+  fake_.providers[kUid].provider = {kUid, "cmp-1", "", kUid, 3};
+  fake_.providers[kUid].traits = {"HW_CPU_X86_AVX"};
+  auto r = std::make_unique<Reconciler>(io_, fake_, config_, metrics_, health_);
+  r->setActive(false);
+  r->update(node_, {}, true);
+  ASSERT_TRUE(runUntil([&] { return r->closed(); }));
+  EXPECT_EQ(root().traits, (Traits{"COMPUTE_STATUS_DISABLED", "HW_CPU_X86_AVX"}));
+  // At steady state a closed node costs nothing.
+  const int before = fake_.total();
+  r->update(node_, {pod("a", "1", "1Gi")}, true);
+  settle(100ms);
+  EXPECT_EQ(fake_.total(), before);
+}
+
+// Issue 10, "who owns the allocation ratio": Nova's rule.
+TEST_F(ReconcilerTest, RatioSetInPlacementIsKeptUnlessConfigured) {
+  auto r = make();
+  r->update(node_, {pod("a", "1", "1Gi")}, true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  EXPECT_DOUBLE_EQ(root().inventories.at("VCPU").allocationRatio, 4.0) << "initial, new class";
+  // An operator sets 8 by hand; the next write (a reservation) keeps it.
+  fake_.providers.at(kUid).inventories.at("VCPU").allocationRatio = 8;
+  ++fake_.providers.at(kUid).provider.generation;
+  r->update(node_, {pod("a", "3", "1Gi")}, true);
+  ASSERT_TRUE(runUntil([&] { return root().inventories.at("VCPU").reserved == 3; }));
+  EXPECT_DOUBLE_EQ(root().inventories.at("VCPU").allocationRatio, 8);
+  // A configured ratio is enforced.
+  r.reset();
+  config_.cpuAllocationRatio = 2;
+  r = make();
+  r->update(node_, {pod("a", "3", "1Gi")}, true);
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  EXPECT_DOUBLE_EQ(root().inventories.at("VCPU").allocationRatio, 2);
 }
 
 }  // namespace
