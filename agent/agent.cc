@@ -32,8 +32,8 @@ Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& 
     chassis_ =
         std::make_unique<ovsdb::ChassisReconciler>(io_, config_.ovs, metrics_, health_, &events_);
   if (chassis_ && config_.metadata.enabled) {
-    metadata_ =
-        std::make_unique<MetadataService>(io_, http, config_.metadata, *chassis_, metrics_, health_);
+    metadata_ = std::make_unique<MetadataService>(io_, http, config_.metadata, *chassis_, metrics_,
+                                                  health_);
     chassis_->setSnapshotListener([this](const ovsdb::Snapshot& s) { metadata_->onSnapshot(s); });
   }
   const auto informerConfig = [&](std::string resource, std::string path, std::string selector) {
@@ -79,6 +79,10 @@ Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& 
                              notReadyBecause("pod-informer", podInformer_)});
   placement_ =
       std::make_unique<placement::Reconciler>(io_, http, config_.placement, metrics_, health_);
+  placement_->setEventSink(
+      [this](const std::string& type, const std::string& reason, const std::string& message) {
+        events_.record(type, reason, message);
+      });
 }
 
 Agent::~Agent() {

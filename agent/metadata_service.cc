@@ -1,5 +1,6 @@
 #include "agent/metadata_service.h"
 
+#include "core/beast_http_client.h"
 #include "ovsdb/chassis_reconciler.h"
 
 namespace okna::agent {
@@ -12,6 +13,12 @@ metadata::ReconcilerOptions optionsFrom(const metadata::MetadataConfig& config) 
   return o;
 }
 
+std::unique_ptr<core::HttpClient> plainHttpNovaClient(boost::asio::io_context& io,
+                                                      const metadata::MetadataConfig& config) {
+  if (config.nova.protocol != "http") return nullptr;
+  return std::make_unique<core::BeastHttpClient>(io, "openkeel-node-agent");
+}
+
 }  // namespace
 
 MetadataService::MetadataService(boost::asio::io_context& io, core::HttpClient& http,
@@ -19,9 +26,10 @@ MetadataService::MetadataService(boost::asio::io_context& io, core::HttpClient& 
                                  ovsdb::ChassisReconciler& chassis, core::MetricsRegistry& metrics,
                                  core::HealthRegistry& health)
     : config_(config),
+      novaHttp_(plainHttpNovaClient(io, config_)),
       applier_(netlink_),
       worker_(&health),
-      server_(io, http, config_, *this, metrics),
+      server_(io, novaHttp_ ? *novaHttp_ : http, config_, *this, metrics),
       reconciler_(
           io, optionsFrom(config_), *this,
           [this](std::function<void()> job) { worker_.post(std::move(job)); }, *this,

@@ -301,10 +301,10 @@ class TestOfflineSchemaValidation(ChartCase):
 @unittest.skipUnless(os.access(AGENT, os.X_OK), "agent binary not built (%s)" % AGENT)
 class TestAgentAcceptsTheRenderedConfig(ChartCase):
     """The agent's own strict parser reads the chart's config and derives the roles the chart placed
-    the pods with. metadata is off here until the agent's parser knows the metadata section."""
+    the pods with, including the metadata section the chart writes."""
 
     def dry_run(self, sets, node):
-        cfg = agent_config(render(sets=["metadata.enabled=false"] + sets))
+        cfg = agent_config(render(sets=sets))
         with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
             yaml.safe_dump(cfg, f)
             f.flush()

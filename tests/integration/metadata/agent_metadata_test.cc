@@ -1,0 +1,269 @@
+// End to end: the real agent binary serves 169.254.169.254 to "VMs" on a REAL OVN chassis
+// (ovs-vswitchd userspace datapath, ovn-controller, northd, NB/SB; tests/fixtures/ovn), with the
+// Node from the fake kube-apiserver and Nova played by tests/fixtures/nova/fake_nova.py, which
+// checks the signature as Nova does. A VM's curl goes through OVN into the agent's ovnmeta
+// namespace; nothing here plumbs metadata by hand.
+//
+// The chassis runs in the caller's network namespace (OKOF_CHASSIS_NETNS=host): the agent plugs
+// its veths where ovs-vswitchd lives, and it also has to reach the fake API server and Nova on
+// 127.0.0.1. Root only; skips with the reason otherwise.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "tests/fakes/agent_process.h"
+#include "tests/fakes/fake_apiserver_fixture.h"
+#include "tests/fixtures/ovn/ovn_chassis_fixture.h"
+
+namespace okna {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using okna::testing::AgentProcess;
+using okna::testing::FakeApiServer;
+using okna::testing::OvnChassis;
+using okna::testing::Process;
+using okna::testing::waitFor;
+
+const std::string kNet1 = "5a1e0c3b-1111-4d2e-9f00-00000000e2e1";
+const std::string kNet2 = "5a1e0c3b-2222-4d2e-9f00-00000000e2e2";
+const std::string kStray = "ovnmeta-5a1e0c3b-dead-4d2e-9f00-00000000e2e9";
+const std::string kSecret = "e2e-shared-secret";
+
+const char* kNode = R"(apiVersion: v1
+kind: Node
+metadata:
+  name: hv-e2e
+  uid: 7d3c1a52-0000-4e2e-8000-00000000e2e0
+  resourceVersion: "1"
+  labels:
+    kubernetes.io/hostname: hv-e2e
+    node-role.openkeel.io/compute: ""
+spec: {}
+status:
+  capacity: {cpu: "8", memory: 16Gi, pods: "110"}
+  allocatable: {cpu: "8", memory: 16Gi, pods: "110"}
+)";
+
+struct Answer {
+  int status = 0;
+  std::string body;
+};
+
+// What cloud-init's first request gets, from inside the VM's namespace.
+Answer curlFromVm(const OvnChassis& chassis, const std::string& netns, const std::string& path,
+                  const std::vector<std::string>& headers = {}) {
+  std::vector<std::string> argv{"curl", "-s", "-m", "5", "-o", "-", "-w", "\n%{http_code}"};
+  for (const auto& h : headers) argv.insert(argv.end(), {"-H", h});
+  argv.push_back("http://169.254.169.254" + path);
+  const auto r = chassis.in_netns(netns, argv);
+  Answer a;
+  const auto nl = r.out.rfind('\n');
+  if (nl == std::string::npos) return a;
+  a.body = r.out.substr(0, nl);
+  a.status = std::atoi(r.out.c_str() + nl + 1);
+  return a;
+}
+
+// The namespace's identity: a rebuilt namespace has another nsfs inode.
+ino_t namespaceInode(const std::string& name) {
+  struct stat st {};
+  return ::stat(("/run/netns/" + name).c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
+bool namespaceExists(const std::string& name) {
+  return namespaceInode(name) != 0;
+}
+
+class AgentMetadataTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    OKNA_SKIP_WITHOUT_OVN_CHASSIS();
+    for (const char* tool : {"/usr/bin/python3", "/usr/bin/curl"})
+      if (!fs::exists(tool)) GTEST_SKIP() << tool << " is not installed";
+    ::setenv("OKOF_CHASSIS_NETNS", "host", 1);
+    chassis_ = std::make_unique<OvnChassis>();
+    dir_ = chassis_->dir();
+    std::ofstream(dir_ + "/nova-secret") << kSecret << "\n";
+    std::ofstream(dir_ + "/agent-secret") << kSecret << "\n";
+    startNova();
+    std::ofstream(dir_ + "/hv-e2e.node.yaml") << kNode;
+    server_ = std::make_unique<FakeApiServer>(std::vector<std::string>{dir_ + "/hv-e2e.node.yaml"});
+  }
+
+  void TearDown() override {
+    if (HasFailure()) {
+      if (agent_) std::cerr << "---- agent log\n" << agent_->log();
+      if (nova_) std::cerr << "---- fake nova log\n" << nova_->log();
+    }
+    agent_.reset();
+    ::system(("ip netns del " + kStray + " 2>/dev/null").c_str());
+    chassis_.reset();  // stops every daemon, deletes the namespaces of its networks
+  }
+
+  void startNova() {
+    nova_ = std::make_unique<Process>(
+        std::vector<std::string>{"/usr/bin/python3",
+                                 std::string(OKNA_SOURCE_DIR) + "/tests/fixtures/nova/fake_nova.py",
+                                 "--secret-file", dir_ + "/nova-secret"},
+        dir_ + "/fake_nova.log");
+    const std::regex ready("listening on port ([0-9]+)");
+    ASSERT_TRUE(waitFor(
+        [&] {
+          std::smatch m;
+          const std::string text = nova_->log();
+          if (std::regex_search(text, m, ready)) novaPort_ = std::stoi(m[1]);
+          return novaPort_ != 0 || !nova_->running();
+        },
+        30s));
+    ASSERT_NE(novaPort_, 0) << nova_->log();
+  }
+
+  void startAgent() {
+    const std::string config =
+        "logging: {level: debug}\n"
+        "placement: {enabled: false}\n"
+        "ovs: {drainTimeoutSeconds: 0}\n"
+        "metadata:\n"
+        "  sharedSecretFile: " +
+        dir_ +
+        "/agent-secret\n"
+        "  nova: {host: 127.0.0.1, port: " +
+        std::to_string(novaPort_) + "}\n";
+    agent_ = std::make_unique<AgentProcess>(
+        server_->dir(), config,
+        std::vector<std::string>{"--node-name", "hv-e2e", "--kubeconfig", server_->kubeconfig(),
+                                 "--context", "node-agent", "--ovsdb", chassis_->ovs_remote()});
+  }
+
+  // Waits until the VM gets an answer from Nova through the agent (OVN installs the flows for the
+  // agent's port asynchronously), and returns it.
+  Answer waitForMetadata(const std::string& netns, const std::string& path) {
+    Answer a;
+    waitFor(
+        [&] {
+          a = curlFromVm(*chassis_, netns, path);
+          return a.status == 200;
+        },
+        60s);
+    return a;
+  }
+
+  nlohmann::json metaData(const std::string& netns) {
+    const Answer a = waitForMetadata(netns, "/openstack/latest/meta_data.json");
+    EXPECT_EQ(a.status, 200) << a.body;
+    return a.status == 200 ? nlohmann::json::parse(a.body) : nlohmann::json();
+  }
+
+  std::vector<std::string> brIntPorts() {
+    const auto r = chassis_->vsctl({"list-ports", chassis_->bridge()});
+    std::vector<std::string> ports;
+    std::istringstream lines(r.out);
+    for (std::string l; std::getline(lines, l);)
+      if (!l.empty()) ports.push_back(l);
+    return ports;
+  }
+
+  bool hasPort(const std::string& name) {
+    const auto p = brIntPorts();
+    return std::find(p.begin(), p.end(), name) != p.end();
+  }
+
+  std::unique_ptr<OvnChassis> chassis_;
+  std::string dir_;
+  std::unique_ptr<Process> nova_;
+  int novaPort_ = 0;
+  std::unique_ptr<FakeApiServer> server_;
+  std::unique_ptr<AgentProcess> agent_;
+};
+
+TEST_F(AgentMetadataTest, VmsGetTheirOwnDataThroughOvnAndOnlyTheirs) {
+  // A namespace left by a network that is gone: removed once the agent has the full SB view.
+  ASSERT_EQ(::system(("ip netns add " + kStray).c_str()), 0);
+  const auto net1 = chassis_->add_network(kNet1, "10.0.0.0/24");
+  const auto vm1 = chassis_->add_vm(kNet1, "vm1", "10.0.0.11", "fa:16:3e:00:e2:11");
+  startAgent();
+
+  const auto md1 = metaData(vm1.netns);
+  EXPECT_EQ(md1.value("uuid", ""), vm1.device_id);
+  EXPECT_EQ(md1.value("project_id", ""), vm1.project_id);
+  EXPECT_TRUE(namespaceExists(net1.metadata_netns));
+  EXPECT_TRUE(hasPort(net1.metadata_tap_host)) << "Neutron's veth name in br-int";
+  ASSERT_TRUE(waitFor([&] { return !namespaceExists(kStray); }, 20s)) << "stray namespace stays";
+  ASSERT_TRUE(waitFor([&] { return agent_->get("/readyz").status == 200; }, 20s))
+      << agent_->get("/readyz?verbose").body;
+
+  // Nova sees what Neutron's agent sends: the VM's address, one signed instance id, whatever the
+  // VM puts in its own headers.
+  const Answer forged = curlFromVm(
+      *chassis_, vm1.netns, "/_debug/headers",
+      {"X-Instance-ID: 00000000-0000-0000-0000-000000000bad", "X-Forwarded-For: 10.0.0.99",
+       "X-OVN-Network-ID: " + kNet2, "X-Tenant-ID: evil", "X-Instance-ID-Signature: 00"});
+  ASSERT_EQ(forged.status, 200) << forged.body;
+  std::map<std::string, std::vector<std::string>> seen;
+  for (const auto& pair : nlohmann::json::parse(forged.body))
+    seen[pair[0].get<std::string>()].push_back(pair[1].get<std::string>());
+  EXPECT_EQ(seen["X-Instance-ID"], std::vector<std::string>{vm1.device_id});
+  EXPECT_EQ(seen["X-Tenant-ID"], std::vector<std::string>{vm1.project_id});
+  EXPECT_EQ(seen["X-Forwarded-For"], std::vector<std::string>{vm1.ip});
+  EXPECT_EQ(seen.count("X-OVN-Network-ID"), 0u);
+
+  // A second VM on the same network, and a second network with the same CIDR and the same VM
+  // address: each VM gets its own instance, never the other's.
+  const auto vm2 = chassis_->add_vm(kNet1, "vm2", "10.0.0.12", "fa:16:3e:00:e2:12");
+  const auto net2 = chassis_->add_network(kNet2, "10.0.0.0/24");
+  const auto vm3 = chassis_->add_vm(kNet2, "vm3", "10.0.0.11", "fa:16:3e:00:e2:13");
+  EXPECT_EQ(metaData(vm2.netns).value("uuid", ""), vm2.device_id);
+  EXPECT_EQ(metaData(vm3.netns).value("uuid", ""), vm3.device_id);
+  EXPECT_EQ(metaData(vm1.netns).value("uuid", ""), vm1.device_id);
+  EXPECT_NE(vm3.device_id, vm1.device_id);
+
+  // The last VM of network 2 leaves this chassis: its namespace and OVS port go.
+  chassis_->del_vm("vm3");
+  EXPECT_TRUE(waitFor(
+      [&] { return !namespaceExists(net2.metadata_netns) && !hasPort(net2.metadata_tap_host); },
+      20s))
+      << agent_->log();
+  EXPECT_EQ(metaData(vm1.netns).value("uuid", ""), vm1.device_id);
+
+  // Nova's own counters: every request the agent signed was accepted (a bad signature is a 403
+  // there, and the VM would have seen it).
+  const auto stats = okna::testing::httpCall(
+      "GET", "http://127.0.0.1:" + std::to_string(novaPort_) + "/_control/stats");
+  EXPECT_GE(nlohmann::json::parse(stats.body).value("requests", 0), 5);
+}
+
+TEST_F(AgentMetadataTest, RestartAdoptsTheNamespaceAndNovaDownIsAPromptError) {
+  const auto net1 = chassis_->add_network(kNet1, "10.0.0.0/24");
+  const auto vm1 = chassis_->add_vm(kNet1, "vm1", "10.0.0.11", "fa:16:3e:00:e2:11");
+  startAgent();
+  EXPECT_EQ(metaData(vm1.netns).value("uuid", ""), vm1.device_id);
+  const ino_t before = namespaceInode(net1.metadata_netns);
+  ASSERT_NE(before, 0u);
+
+  // SIGTERM: the namespace, veth and OVS port stay for the next agent, which adopts them.
+  agent_->process().signal(SIGTERM);
+  ASSERT_EQ(agent_->process().waitExit(10s), std::optional<int>(0)) << agent_->log();
+  EXPECT_EQ(namespaceInode(net1.metadata_netns), before);
+  EXPECT_TRUE(hasPort(net1.metadata_tap_host));
+  startAgent();
+  EXPECT_EQ(metaData(vm1.netns).value("uuid", ""), vm1.device_id);
+  ASSERT_TRUE(waitFor([&] { return agent_->get("/readyz").status == 200; }, 20s))
+      << agent_->get("/readyz?verbose").body;
+  EXPECT_EQ(namespaceInode(net1.metadata_netns), before) << "rebuilt instead of adopted";
+  EXPECT_NE(agent_->log().find("adopted as it was"), std::string::npos) << agent_->log();
+
+  // Nova goes away: the VM gets a 5xx at once (connection refused), not a hang.
+  nova_.reset();
+  const Answer down = curlFromVm(*chassis_, vm1.netns, "/openstack/latest/meta_data.json");
+  EXPECT_GE(down.status, 500) << down.body;
+}
+
+}  // namespace
+}  // namespace okna
