@@ -24,8 +24,7 @@ Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& 
     : io_(io),
       config_(std::move(config)),
       api_(http, std::move(cluster)),
-      healthServer_(io, health_, metrics_,
-                    [this] { return plan_ ? planToJson(*plan_) : json::object(); }),
+      healthServer_(io, health_, metrics_, [this] { return debugPlan(); }),
       events_(api_, k8s::EventTarget{config_.nodeName, "", "openkeel-node-agent"}),
       heartbeat_(io) {
   if (config_.ovs.enabled)
@@ -105,6 +104,13 @@ core::Status Agent::start() {
   nodeInformer_->start();
   podInformer_->start();
   return {};
+}
+
+nlohmann::json Agent::debugPlan() const {
+  if (!plan_) return nlohmann::json::object();
+  nlohmann::json out = planToJson(*plan_);
+  if (metadata_) out["metadata"]["live"] = metadata_->reconciler().debugJson();
+  return out;
 }
 
 void Agent::stop() {

@@ -50,6 +50,8 @@ class Agent {
   void onNodeEvent(k8s::Informer::EventType type, const nlohmann::json& object);
   void onPodEvent(k8s::Informer::EventType type, const nlohmann::json& object);
   void replan(const char* trigger);
+  // /debug/plan: the last plan, plus the metadata service's live state.
+  nlohmann::json debugPlan() const;
   void beat();
 
   boost::asio::io_context& io_;

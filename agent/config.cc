@@ -121,8 +121,8 @@ core::LogConfig parseLogging(const YamlField& f) {
 AgentConfig parseRoot(const YamlField& root) {
   AgentConfig c;
   if (!root.path().empty()) root.fail("internal: not a root");
-  root.expectKeys({"nodeName", "kubernetes", "nodeRoles", "health", "logging", "placement", "ovs",
-                   "metadata"});
+  root.expectKeys(
+      {"nodeName", "kubernetes", "nodeRoles", "health", "logging", "placement", "ovs", "metadata"});
   if (auto v = root.get("nodeName")) c.nodeName = v->asString();
   if (auto v = root.get("kubernetes")) c.kubernetes = parseKubernetes(*v);
   if (auto v = root.get("nodeRoles")) c.nodeRoles = parseRoles(*v);

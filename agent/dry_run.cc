@@ -2,6 +2,7 @@
 
 #include <ostream>
 
+#include "agent/dry_run_metadata.h"
 #include "agent/plan.h"
 #include "core/yaml_field.h"
 #include "ovsdb/live_read.h"
@@ -68,9 +69,20 @@ int runDryRun(const AgentConfig& config, const DryRunOptions& options, const std
     }
     diff = ovsdb::diffToJson(ovsdb::diffChassis(plan.chassis, *observed));
   }
+  // With a live OVSDB, what the metadata service would do on this host (only when it would run).
+  nlohmann::json metadataPlan;
+  if (!ovsdb.empty() && plan.metadata.active) {
+    auto read = readMetadataPlanOnce(config.ovs, config.metadata, std::chrono::seconds(10));
+    if (!read) {
+      err << "error: " << read.error().message << "\n";
+      return 1;
+    }
+    metadataPlan = std::move(*read);
+  }
   if (options.output == "json") {
     nlohmann::json j = planToJson(plan);
     if (!diff.is_null()) j["ovs"]["diff"] = diff;
+    if (!metadataPlan.is_null()) j["metadata"].update(metadataPlan);
     out << j.dump(2) << "\n";
   } else {
     out << planToText(plan);
@@ -81,6 +93,7 @@ int runDryRun(const AgentConfig& config, const DryRunOptions& options, const std
       for (const auto& op : diff["ops"]) out << "  " << op.get<std::string>() << "\n";
       for (const auto& n : diff["notes"]) out << "  note: " << n.get<std::string>() << "\n";
     }
+    if (!metadataPlan.is_null()) out << metadataPlanToText(metadataPlan);
   }
   return 0;
 }

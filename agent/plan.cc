@@ -20,7 +20,18 @@ Plan computePlan(const AgentConfig& config, const PlanInputs& inputs) {
           "placement: reserved is computed without the node's pods (no --pods-file)");
     for (const auto& w : plan.placement->warnings) plan.warnings.push_back("placement: " + w);
   }
+  plan.metadata = planMetadataIntent(config, plan.roles.roles);
   return plan;
+}
+
+MetadataIntent planMetadataIntent(const AgentConfig& config, const std::set<std::string>& roles) {
+  if (!config.metadata.enabled) return {false, "metadata.enabled is false"};
+  if (!config.ovs.enabled)
+    return {false, "OVS management is off (no ovs: section, no --ovsdb): no chassis to serve"};
+  if (roles.count("compute") == 0)
+    return {false, "no compute role: no namespace is created (existing ones keep serving)"};
+  return {true,
+          "compute role: one ovnmeta-<network> namespace per network with a VM port bound here"};
 }
 
 nlohmann::json planToJson(const Plan& plan) {
@@ -31,6 +42,10 @@ nlohmann::json planToJson(const Plan& plan) {
   out["warnings"] = plan.warnings;
   if (plan.placement) out["placement"] = placement::toDryRunJson(*plan.placement);
   out["ovs"] = ovsdb::toDryRunJson(plan.chassis);
+  // The namespaces need the Southbound: --dry-run --ovsdb fills them in (dry_run_metadata.h).
+  out["metadata"] = {{"enabled", plan.metadata.active},
+                     {"reason", plan.metadata.reason},
+                     {"namespaces", nlohmann::json::array()}};
   return out;
 }
 
@@ -49,6 +64,8 @@ std::string planToText(const Plan& plan) {
     for (const auto& p : b["ports"]) out += " port " + p.get<std::string>();
     out += "\n";
   }
+  out += std::string("metadata: ") + (plan.metadata.active ? "active" : "inactive") + " (" +
+         plan.metadata.reason + ")\n";
   if (plan.podCount >= 0) out += "pods on the node: " + std::to_string(plan.podCount) + "\n";
   if (plan.placement) {
     const nlohmann::json p = placement::toDryRunJson(*plan.placement);

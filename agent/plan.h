@@ -4,6 +4,7 @@
 // live agent hands it to the appliers.
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,12 @@ struct PlanInputs {
   bool dryRun = false;
 };
 
+// Whether this node serves 169.254.169.254, and why (or why not).
+struct MetadataIntent {
+  bool active = false;
+  std::string reason;
+};
+
 struct Plan {
   std::string nodeName;
   std::string nodeUid;
@@ -38,9 +45,11 @@ struct Plan {
   long podCount = -1;
   // The node's resource provider tree: with the compute role and Placement enabled.
   std::optional<placement::DesiredProviderTree> placement;
+  MetadataIntent metadata;
 };
 
 Plan computePlan(const AgentConfig& config, const PlanInputs& inputs);
+MetadataIntent planMetadataIntent(const AgentConfig& config, const std::set<std::string>& roles);
 
 /** {"node": {"name", "uid"}, "roles": [...], "warnings": [...], "ovs": {"external_ids": {...},
  *  "bridges": [{"name", "ports"}]}, ...later sections}. */

@@ -304,6 +304,38 @@ void Reconciler::submitPorts() {
   submitOvs_(desired);
 }
 
+nlohmann::json Reconciler::debugJson() const {
+  nlohmann::json out;
+  out["southbound"] = plan_.synced ? "synced" : plan_.notSyncedReason;
+  out["networks"] = nlohmann::json::array();
+  for (const auto& [id, state] : networks_) {
+    const auto planned = plan_.networks.find(id);
+    std::string what = "setting up";
+    if (state.removing || planned == plan_.networks.end())
+      what = "removing";
+    else if (state.listening && state.applied == planned->second)
+      what = "serving";
+    else if (!state.lastError.empty())
+      what = "error";
+    std::size_t vms = 0;
+    if (const auto it = plan_.index.find(id); it != plan_.index.end())
+      for (const auto& [key, ports] : it->second) vms += key.rfind("mac/", 0) == 0 ? 0 : 1;
+    out["networks"].push_back({{"network", id},
+                               {"namespace", namespaceNameFor(id)},
+                               {"state", what},
+                               {"error", state.lastError},
+                               {"vmAddresses", vms}});
+  }
+  for (const auto& [id, network] : plan_.networks)
+    if (!networks_.count(id))
+      out["networks"].push_back({{"network", id},
+                                 {"namespace", network.namespaceName},
+                                 {"state", "setting up"},
+                                 {"error", ""},
+                                 {"vmAddresses", 0}});
+  return out;
+}
+
 void Reconciler::updateHealth() {
   std::size_t ready = 0;
   std::vector<std::string> missing;

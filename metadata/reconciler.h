@@ -21,6 +21,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -104,6 +105,9 @@ class Reconciler {
   const MetadataPlan& plan() const { return plan_; }
   /** Networks whose namespace and listeners are up. */
   std::set<std::string> readyNetworks() const;
+  /** For /debug/plan: {"southbound": "synced"|reason, "networks": [{"network", "namespace",
+   *  "state": "serving"|"setting up"|"error"|"removing", "error", "vmAddresses"}]}. */
+  nlohmann::json debugJson() const;
 
  private:
   struct NetworkState {

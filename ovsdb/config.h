@@ -25,6 +25,9 @@ struct OvsConfig {
   std::chrono::seconds drainTimeout{120};
   // The bridge that gets the external NIC when no bridge mapping names one.
   std::string defaultExternalBridge = "br-ex";
+  // --dry-run: read both databases, never write (no transaction, no Neutron liveness keys).
+  // Not a config key.
+  bool readOnly = false;
 };
 
 /** Parses the `ovs:` section (its presence enables the layer unless `enabled: false`). Throws

@@ -251,7 +251,7 @@ class IdlThread::Loop {
       if (portOps.empty()) snap_.metadataConvergedGeneration = metadataGeneration_;
       ops.ops.insert(ops.ops.end(), portOps.begin(), portOps.end());
     }
-    if (ops.ops.empty()) return;
+    if (ops.ops.empty() || owner_.config_.readOnly) return;
     if (chassisOps == 0) ops.verifyExternalIds = ops.verifyBridges = false;
     std::vector<okna_ovs_op> glueOps;
     for (const auto& op : ops.ops) {
@@ -375,6 +375,7 @@ class IdlThread::Loop {
   void keepNeutronLiveness() {
     const SbMetadataView& view = snap_.sb.metadata;
     if (!sb_ || !view.enabled || !view.synced || !view.hasChassisPrivate) return;
+    if (owner_.config_.readOnly) return;
     if (Clock::now() < sbRetryAt_) return;
     std::vector<std::string> kv;
     if (!view.chassisPrivateIds.count("neutron:ovn-metadata-id")) {

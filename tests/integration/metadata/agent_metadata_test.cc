@@ -198,6 +198,10 @@ TEST_F(AgentMetadataTest, VmsGetTheirOwnDataThroughOvnAndOnlyTheirs) {
   ASSERT_TRUE(waitFor([&] { return !namespaceExists(kStray); }, 20s)) << "stray namespace stays";
   ASSERT_TRUE(waitFor([&] { return agent_->get("/readyz").status == 200; }, 20s))
       << agent_->get("/readyz?verbose").body;
+  // Neutron's liveness keys: `openstack network agent list` shows the metadata agent alive.
+  const auto ids = chassis_->sbctl({"--bare", "--columns=external_ids", "list", "Chassis_Private"});
+  EXPECT_NE(ids.out.find("neutron:ovn-metadata-id="), std::string::npos) << ids.out;
+  EXPECT_NE(ids.out.find("neutron:ovn-metadata-sb-cfg="), std::string::npos) << ids.out;
 
   // Nova sees what Neutron's agent sends: the VM's address, one signed instance id, whatever the
   // VM puts in its own headers.
@@ -262,7 +266,52 @@ TEST_F(AgentMetadataTest, RestartAdoptsTheNamespaceAndNovaDownIsAPromptError) {
   // Nova goes away: the VM gets a 5xx at once (connection refused), not a hang.
   nova_.reset();
   const Answer down = curlFromVm(*chassis_, vm1.netns, "/openstack/latest/meta_data.json");
-  EXPECT_GE(down.status, 500) << down.body;
+  EXPECT_EQ(down.status, 500) << down.body;
+}
+
+TEST_F(AgentMetadataTest, DryRunListsWhatItWouldCreateKeepAndRemoveAndWritesNothing) {
+  ASSERT_EQ(::system(("ip netns add " + kStray).c_str()), 0);
+  const auto net1 = chassis_->add_network(kNet1, "10.0.0.0/24");
+  const auto vm1 = chassis_->add_vm(kNet1, "vm1", "10.0.0.11", "fa:16:3e:00:e2:11");
+  std::ofstream(dir_ + "/dry.yaml")
+      << "ovs: {}\nmetadata: {sharedSecretFile: " << dir_ << "/agent-secret}\n";
+  const auto dryRun = [&] {
+    const auto r = okna::testing::detail::run(
+        {std::string(OKNA_BINARY_DIR) + "/agent/openkeel-node-agent", "--dry-run", "--config",
+         dir_ + "/dry.yaml", "--node-file", dir_ + "/hv-e2e.node.yaml", "--ovsdb",
+         chassis_->ovs_remote(), "--output", "json"});
+    EXPECT_TRUE(r.ok()) << r.err;
+    return r.ok() ? nlohmann::json::parse(r.out)["metadata"] : nlohmann::json();
+  };
+  auto md = dryRun();
+  EXPECT_EQ(md["enabled"], true);
+  EXPECT_EQ(md["chassis"], chassis_->chassis_name());
+  ASSERT_EQ(md["namespaces"].size(), 1u) << md.dump(2);
+  EXPECT_EQ(md["namespaces"][0]["namespace"], net1.metadata_netns);
+  EXPECT_EQ(md["namespaces"][0]["action"], "create");
+  EXPECT_EQ(md["namespaces"][0]["mac"], net1.metadata_mac);
+  EXPECT_EQ(md["namespaces"][0]["metadataPort"], net1.metadata_lsp);
+  EXPECT_EQ(md["namespaces"][0]["vmAddresses"], nlohmann::json({vm1.ip}));
+  EXPECT_EQ(md["remove"], nlohmann::json({kStray}));
+  // Read-only: no namespace, no OVS port, no Neutron liveness key.
+  EXPECT_FALSE(namespaceExists(net1.metadata_netns));
+  EXPECT_TRUE(namespaceExists(kStray));
+  EXPECT_FALSE(hasPort(net1.metadata_tap_host));
+  const auto ids = chassis_->sbctl({"--bare", "--columns=external_ids", "list", "Chassis_Private"});
+  EXPECT_EQ(ids.out.find("neutron:ovn-metadata-id"), std::string::npos) << ids.out;
+
+  startAgent();
+  EXPECT_EQ(metaData(vm1.netns).value("uuid", ""), vm1.device_id);
+  ASSERT_TRUE(waitFor([&] { return !namespaceExists(kStray); }, 20s));
+  md = dryRun();
+  ASSERT_EQ(md["namespaces"].size(), 1u) << md.dump(2);
+  EXPECT_EQ(md["namespaces"][0]["action"], "keep");
+  EXPECT_EQ(md["remove"], nlohmann::json::array());
+  // The live agent's view of the same, on /debug/plan.
+  const auto live = agent_->plan()["metadata"]["live"];
+  ASSERT_EQ(live["networks"].size(), 1u) << live.dump(2);
+  EXPECT_EQ(live["networks"][0]["state"], "serving");
+  EXPECT_EQ(live["southbound"], "synced");
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ kubernetes:
 logging: {level: debug}
 ovs: {drainTimeoutSeconds: 0}
 placement: {enabled: false}   # about OVS only
+metadata: {enabled: false}    # lab-1 is a compute node: metadata has its own end-to-end test
 )";
 
 class AgentOvsTest : public ::testing::Test {

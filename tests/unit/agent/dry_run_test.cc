@@ -55,6 +55,32 @@ TEST(DryRunTest, HardenedNodeUnderDefaultProfileHasNoRoles) {
   EXPECT_EQ(nlohmann::json::parse(h.out)["roles"], nlohmann::json({"network"}));
 }
 
+TEST(DryRunTest, MetadataIsEnabledOnlyWithComputeOvsAndTheSwitch) {
+  AgentConfig withOvs;
+  withOvs.ovs.enabled = true;
+  auto r = run(withOvs, {kData + "/lab-1.node.yaml", "", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto md = nlohmann::json::parse(r.out)["metadata"];
+  EXPECT_EQ(md["enabled"], true);
+  EXPECT_EQ(md["namespaces"], nlohmann::json::array()) << "namespaces need --ovsdb";
+
+  // Without the OVS layer there is no chassis to serve on; a node without compute serves none.
+  auto noOvs = nlohmann::json::parse(run({}, {kData + "/lab-1.node.yaml", "", "json"}).out);
+  EXPECT_EQ(noOvs["metadata"]["enabled"], false);
+  EXPECT_NE(noOvs["metadata"]["reason"].get<std::string>().find("OVS"), std::string::npos);
+  auto noCompute =
+      nlohmann::json::parse(run(withOvs, {kData + "/ok-net-2.node.json", "", "json"}).out);
+  EXPECT_EQ(noCompute["metadata"]["enabled"], false);
+  EXPECT_NE(noCompute["metadata"]["reason"].get<std::string>().find("compute"), std::string::npos);
+  AgentConfig off = withOvs;
+  off.metadata.enabled = false;
+  auto disabled = nlohmann::json::parse(run(off, {kData + "/lab-1.node.yaml", "", "json"}).out);
+  EXPECT_EQ(disabled["metadata"]["enabled"], false);
+  EXPECT_EQ(disabled["metadata"]["reason"], "metadata.enabled is false");
+  EXPECT_NE(run(withOvs, {kData + "/lab-1.node.yaml", "", "text"}).out.find("metadata: active"),
+            std::string::npos);
+}
+
 TEST(DryRunTest, TextOutput) {
   auto r = run({}, {kData + "/lab-1.node.yaml", kData + "/lab-1.pods.json", "text"});
   ASSERT_EQ(r.code, 0);
