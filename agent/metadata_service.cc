@@ -10,6 +10,7 @@ namespace {
 metadata::ReconcilerOptions optionsFrom(const metadata::MetadataConfig& config) {
   metadata::ReconcilerOptions o;
   o.ipv6 = config.ipv6;
+  o.verifyInterval = config.verifyInterval;
   return o;
 }
 
@@ -66,7 +67,12 @@ core::Result<metadata::Plumbing::Ensured> MetadataService::ensure(
   netns::EnsureReport report;
   if (auto s = applier_.ensure(*desired, &report); !s) return s.error();
   Ensured e;
-  e.namespaceCreated = report.created();
+  // A new namespace, or a new veth in an old one (`ip link delete` of either end), leaves the
+  // listeners bound to a dead namespace or a dead interface (the IPv6 one names its ifindex).
+  e.namespaceCreated =
+      report.created() ||
+      std::any_of(report.applied.begin(), report.applied.end(),
+                  [](const netns::NsOp& op) { return op.kind == netns::NsOpKind::CreateVeth; });
   if (!report.unchanged()) e.changes = report.summary(*desired);
   return e;
 }

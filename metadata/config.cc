@@ -56,13 +56,14 @@ MetadataLimits parseLimits(const YamlField& f) {
 }  // namespace
 
 MetadataConfig parseMetadataConfig(const YamlField& f) {
-  f.expectKeys({"enabled", "sharedSecretFile", "nova", "limits", "ipv6"});
+  f.expectKeys({"enabled", "sharedSecretFile", "nova", "limits", "ipv6", "verifyIntervalSeconds"});
   MetadataConfig c;
   if (auto v = f.get("enabled")) c.enabled = v->asBool();
   if (auto v = f.get("sharedSecretFile")) c.sharedSecretFile = v->asString();
   if (auto v = f.get("nova")) c.nova = parseNova(*v);
   if (auto v = f.get("limits")) c.limits = parseLimits(*v);
   if (auto v = f.get("ipv6")) c.ipv6 = v->asBool();
+  if (auto v = f.get("verifyIntervalSeconds")) c.verifyInterval = seconds(*v, 0, 86400);
   return c;
 }
 

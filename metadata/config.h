@@ -59,6 +59,9 @@ struct MetadataConfig {
   MetadataLimits limits;
   // Also serve fe80::a9fe:a9fe in each namespace.
   bool ipv6 = true;
+  // How often every serving namespace is checked (and repaired) against what it should be: an
+  // `ip netns delete` or `ip link delete` behind the agent's back. 0: never.
+  std::chrono::milliseconds verifyInterval{60000};
 };
 
 /** Parses the `metadata:` section; throws core::ConfigError naming the field. */

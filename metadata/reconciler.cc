@@ -45,13 +45,16 @@ Reconciler::Reconciler(boost::asio::io_context& io, ReconcilerOptions options, P
       metrics_(metrics),
       health_(health),
       alive_(std::make_shared<bool>(true)),
-      retryTimer_(io) {
+      retryTimer_(io),
+      verifyTimer_(io) {
   for (const char* state : {"wanted", "ready"})
     metrics_.gauge("okna_metadata_namespaces", "Metadata namespaces, by state", {{"state", state}});
   for (const char* op : {"ensure", "remove"})
     for (const char* result : {"ok", "error"})
       metrics_.counter("okna_metadata_plumbing_total", "Namespace operations, by result",
                        {{"op", op}, {"result", result}});
+  metrics_.counter("okna_metadata_repairs_total",
+                   "Namespaces the periodic check found changed behind the agent's back");
 }
 
 Reconciler::~Reconciler() {
@@ -61,6 +64,7 @@ Reconciler::~Reconciler() {
 void Reconciler::stop() {
   *alive_ = false;
   retryTimer_.cancel();
+  verifyTimer_.cancel();
 }
 
 void Reconciler::setActive(bool active) {
@@ -87,6 +91,7 @@ void Reconciler::update(const ovsdb::SbMetadataView& view, const std::string& in
   if (!*alive_) return;
   bridge_ = integrationBridge.empty() ? "br-int" : integrationBridge;
   bridgePorts_ = bridgePorts;
+  if (!verifyScheduled_) scheduleVerify();
   const bool synced = view.enabled && view.synced;
   if (view.version != viewVersion_ || synced != viewSynced_ ||
       view.notSyncedReason != plan_.notSyncedReason) {
@@ -115,7 +120,8 @@ void Reconciler::reconcile() {
     if (it == networks_.end() && !active_) continue;
     NetworkState& st = networks_[id];
     if (st.busy) continue;
-    const bool current = st.applied && *st.applied == network && st.listening && !st.removing;
+    const bool current =
+        st.applied && *st.applied == network && st.listening && !st.removing && !st.verify;
     if (current) continue;
     if (now < st.retryAt) {
       nextRetry = nextRetry ? std::min(*nextRetry, st.retryAt) : st.retryAt;
@@ -176,6 +182,7 @@ void Reconciler::onEnsured(const NetworkPlan& network, core::Result<Plumbing::En
                  {{"op", "ensure"}, {"result", "error"}})
         .inc();
   };
+  // A failed check stays a check (st.verify): retried with backoff, not ready meanwhile.
   if (!ensured) return fail(ensured.error().message), reconcile();
   if (!fds.empty()) {
     if (!fds[0])
@@ -202,6 +209,8 @@ void Reconciler::onEnsured(const NetworkPlan& network, core::Result<Plumbing::En
     st.listening = true;
   }
   const bool first = !st.applied;
+  const bool verification = st.verify;
+  st.verify = false;
   st.applied = network;
   st.lastError.clear();
   st.backoff = {};
@@ -210,12 +219,23 @@ void Reconciler::onEnsured(const NetworkPlan& network, core::Result<Plumbing::En
       .counter("okna_metadata_plumbing_total", "Namespace operations, by result",
                {{"op", "ensure"}, {"result", "ok"}})
       .inc();
-  if (ensured->changes.empty())
+  if (ensured->changes.empty() && verification) {
+    log->debug("network {}: {} checked, as it should be", network.networkId, network.namespaceName);
+  } else if (ensured->changes.empty()) {
     log->info("network {}: {} adopted as it was; serving metadata", network.networkId,
               network.namespaceName);
-  else
+  } else if (verification) {
+    // Someone changed it behind the agent's back (ip netns delete, ip link delete, ip addr ...).
+    log->warn("network {}: {} was broken and is repaired ({}); serving metadata", network.networkId,
+              network.namespaceName, ensured->changes);
+    metrics_
+        .counter("okna_metadata_repairs_total",
+                 "Namespaces the periodic check found changed behind the agent's back")
+        .inc();
+  } else {
     log->info("network {}: {} {} ({}); serving metadata", network.networkId, network.namespaceName,
               first ? "set up" : "repaired", ensured->changes);
+  }
   reconcile();
 }
 
@@ -304,6 +324,24 @@ void Reconciler::submitPorts() {
   submitOvs_(desired);
 }
 
+void Reconciler::verifyAll() {
+  if (!*alive_) return;
+  for (auto& [id, st] : networks_)
+    if (st.applied && st.listening && !st.removing) st.verify = true;
+  reconcile();
+}
+
+void Reconciler::scheduleVerify() {
+  if (options_.verifyInterval.count() <= 0) return;
+  verifyScheduled_ = true;
+  verifyTimer_.expires_after(options_.verifyInterval);
+  verifyTimer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
+    if (ec || !*alive) return;
+    verifyAll();
+    scheduleVerify();
+  });
+}
+
 nlohmann::json Reconciler::debugJson() const {
   nlohmann::json out;
   out["southbound"] = plan_.synced ? "synced" : plan_.notSyncedReason;
@@ -341,7 +379,8 @@ void Reconciler::updateHealth() {
   std::vector<std::string> missing;
   for (const auto& [id, network] : plan_.networks) {
     const auto it = networks_.find(id);
-    if (it != networks_.end() && it->second.listening && it->second.applied == network) {
+    if (it != networks_.end() && it->second.listening && it->second.applied == network &&
+        it->second.lastError.empty()) {
       ++ready;
     } else if (missing.size() < 5) {
       missing.push_back(network.namespaceName +

@@ -45,7 +45,7 @@ class Plumbing {
   struct Ensured {
     // What was changed, for the log ("" = an existing correct namespace was adopted as is).
     std::string changes;
-    // The namespace itself was (re-)created: listeners opened before are in a dead namespace.
+    // The namespace or its veth was (re-)created: listeners opened before are dead.
     bool namespaceCreated = false;
   };
   /** Namespace, veth pair, MAC, addresses, offloads. */
@@ -71,6 +71,9 @@ struct ReconcilerOptions {
   int port = 80;
   std::chrono::milliseconds retryMin{500};
   std::chrono::milliseconds retryMax{30000};
+  // Every serving network is re-ensured this often (0: never), so that a namespace or veth
+  // deleted behind the agent's back is rebuilt rather than reported ready while dead.
+  std::chrono::milliseconds verifyInterval{60000};
 };
 
 class Reconciler {
@@ -103,6 +106,8 @@ class Reconciler {
   /** The client IP's port in that network: 0, 1 or several matches. */
   std::vector<IndexedPort> lookup(const std::string& networkId, const std::string& clientIp) const;
   const MetadataPlan& plan() const { return plan_; }
+  /** Checks (and repairs) every serving network now; the verify timer calls it. */
+  void verifyAll();
   /** Networks whose namespace and listeners are up. */
   std::set<std::string> readyNetworks() const;
   /** For /debug/plan: {"southbound": "synced"|reason, "networks": [{"network", "namespace",
@@ -115,6 +120,7 @@ class Reconciler {
     bool listening = false;
     bool busy = false;  // a worker job is in flight
     bool removing = false;
+    bool verify = false;  // re-ensure although applied (the periodic check)
     std::chrono::milliseconds backoff{0};
     std::chrono::steady_clock::time_point retryAt{};
     std::string lastError;
@@ -129,6 +135,7 @@ class Reconciler {
   void submitPorts();
   void updateHealth();
   void scheduleRetry(std::chrono::steady_clock::time_point at);
+  void scheduleVerify();
 
   boost::asio::io_context& io_;
   ReconcilerOptions options_;
@@ -150,6 +157,8 @@ class Reconciler {
   std::map<std::string, NetworkState> networks_;
   std::vector<std::string> reportedWarnings_;
   boost::asio::steady_timer retryTimer_;
+  boost::asio::steady_timer verifyTimer_;
+  bool verifyScheduled_ = false;
 };
 
 }  // namespace okna::metadata

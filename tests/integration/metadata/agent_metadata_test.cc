@@ -131,6 +131,7 @@ class AgentMetadataTest : public ::testing::Test {
         "placement: {enabled: false}\n"
         "ovs: {drainTimeoutSeconds: 0}\n"
         "metadata:\n"
+        "  verifyIntervalSeconds: 0.5\n"
         "  sharedSecretFile: " +
         dir_ +
         "/agent-secret\n"
@@ -235,6 +236,13 @@ TEST_F(AgentMetadataTest, VmsGetTheirOwnDataThroughOvnAndOnlyTheirs) {
       20s))
       << agent_->log();
   EXPECT_EQ(metaData(vm1.netns).value("uuid", ""), vm1.device_id);
+
+  // An operator deletes a namespace by hand; the SB says nothing. The periodic check (every
+  // 0.5 s here) rebuilds it and the VM is served again.
+  ASSERT_EQ(::system(("ip netns del " + net1.metadata_netns).c_str()), 0);
+  EXPECT_EQ(metaData(vm1.netns).value("uuid", ""), vm1.device_id);
+  EXPECT_TRUE(waitFor(
+      [&] { return agent_->log().find("was broken and is repaired") != std::string::npos; }, 10s));
 
   // Nova's own counters: every request the agent signed was accepted (a bad signature is a 403
   // there, and the VM would have seen it).

@@ -30,6 +30,7 @@ TEST(MetadataConfigTest, Defaults) {
   EXPECT_EQ(c->limits.maxInFlightPerNamespace, 16);
   EXPECT_EQ(c->limits.headerTimeout, std::chrono::seconds(10));
   EXPECT_EQ(c->limits.idleTimeout, std::chrono::seconds(60));
+  EXPECT_EQ(c->verifyInterval, std::chrono::seconds(60));
 }
 
 TEST(MetadataConfigTest, EveryKey) {
@@ -37,6 +38,7 @@ TEST(MetadataConfigTest, EveryKey) {
 enabled: false
 sharedSecretFile: /run/secrets/metadata/secret
 ipv6: false
+verifyIntervalSeconds: 0
 nova:
   host: nova-metadata.openstack.svc
   port: 18775
@@ -58,6 +60,7 @@ limits:
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_FALSE(c->enabled);
   EXPECT_FALSE(c->ipv6);
+  EXPECT_EQ(c->verifyInterval, std::chrono::milliseconds(0)) << "0 turns the check off";
   EXPECT_EQ(c->sharedSecretFile, "/run/secrets/metadata/secret");
   EXPECT_EQ(c->nova.host, "nova-metadata.openstack.svc");
   EXPECT_EQ(c->nova.port, 18775);
@@ -94,7 +97,8 @@ INSTANTIATE_TEST_SUITE_P(
     All, MetadataConfigErrorTest,
     ::testing::Values(
         BadCase{"enable: true", "enable: unknown key"}, BadCase{"enabled: maybe", "enabled"},
-        BadCase{"ipv6: 3", "ipv6"}, BadCase{"sharedSecretFile: [a]", "sharedSecretFile"},
+        BadCase{"ipv6: 3", "ipv6"}, BadCase{"verifyIntervalSeconds: -1", "verifyIntervalSeconds"},
+        BadCase{"sharedSecretFile: [a]", "sharedSecretFile"},
         BadCase{"nova: {hots: x}", "nova.hots: unknown key"},
         BadCase{"nova: {host: ''}", "nova.host"}, BadCase{"nova: {host: '[::1]'}", "nova.host"},
         BadCase{"nova: {port: 0}", "nova.port"}, BadCase{"nova: {port: 70000}", "nova.port"},

@@ -267,6 +267,51 @@ TEST_F(ReconcilerTest, AFailedEnsureIsRetriedAndShownInReadiness) {
   EXPECT_GE(plumbing_.ensured.size(), 2U);
 }
 
+TEST_F(ReconcilerTest, ThePeriodicCheckRebuildsANamespaceDeletedBehindTheAgentsBack) {
+  r_->setActive(true);
+  r_->update(view({"net-a"}), "br-int", {});
+  settle();
+  ASSERT_TRUE(ready());
+  // Nothing changed: the check re-ensures, opens no listener, repairs nothing.
+  r_->verifyAll();
+  settle();
+  EXPECT_EQ(plumbing_.ensured.size(), 2U);
+  EXPECT_EQ(plumbing_.listens.size(), 2U);
+  EXPECT_EQ(metrics_.counter("okna_metadata_repairs_total", "").value(), 0);
+  // `ip netns delete ovnmeta-net-a`, and the SB says nothing: the next check rebuilds it and
+  // serves from new listeners.
+  plumbing_.existing.clear();
+  r_->verifyAll();
+  settle();
+  EXPECT_EQ(plumbing_.ensured.size(), 3U);
+  EXPECT_EQ(plumbing_.listens.size(), 4U);
+  EXPECT_EQ(listeners_.removals, 1);
+  EXPECT_EQ(listeners_.fds["net-a"].size(), 2U);
+  EXPECT_EQ(metrics_.counter("okna_metadata_repairs_total", "").value(), 1);
+  EXPECT_TRUE(ready());
+}
+
+TEST_F(ReconcilerTest, AFailedCheckIsNotReadyAndRetriedUntilRepaired) {
+  r_->setActive(true);
+  r_->update(view({"net-a"}), "br-int", {});
+  settle();
+  plumbing_.existing.clear();
+  plumbing_.failEnsure = true;
+  r_->verifyAll();
+  settle();
+  EXPECT_FALSE(ready()) << "a namespace that cannot be repaired is not serving";
+  const auto failed = plumbing_.ensured.size();
+  plumbing_.failEnsure = false;
+  for (int i = 0; i < 200 && !ready(); ++i) {
+    io_.run_for(std::chrono::milliseconds(5));
+    io_.restart();
+    settle();
+  }
+  EXPECT_TRUE(ready());
+  EXPECT_GT(plumbing_.ensured.size(), failed);
+  EXPECT_EQ(listeners_.fds["net-a"].size(), 2U);
+}
+
 TEST_F(ReconcilerTest, InactiveCreatesNothingButKeepsServingUntilTheVmsLeave) {
   r_->setActive(true);
   r_->update(view({"net-a"}), "br-int", {});
