@@ -141,6 +141,16 @@ void Reconciler::reconcile() {
   updateHealth();
 }
 
+void Reconciler::requestReconcile() {
+  if (reconcilePending_) return;
+  reconcilePending_ = true;
+  boost::asio::post(io_, [this, alive = alive_] {
+    if (!*alive) return;
+    reconcilePending_ = false;
+    reconcile();
+  });
+}
+
 void Reconciler::startEnsure(const NetworkPlan& network) {
   NetworkState& st = networks_[network.networkId];
   st.busy = true;
@@ -183,13 +193,13 @@ void Reconciler::onEnsured(const NetworkPlan& network, core::Result<Plumbing::En
         .inc();
   };
   // A failed check stays a check (st.verify): retried with backoff, not ready meanwhile.
-  if (!ensured) return fail(ensured.error().message), reconcile();
+  if (!ensured) return fail(ensured.error().message), requestReconcile();
   if (!fds.empty()) {
     if (!fds[0])
       return fail("listening on " + std::string(kMetadataIpv4) + ":" +
                   std::to_string(options_.port) + " in " + network.namespaceName + ": " +
                   fds[0].error().message),
-             reconcile();
+             requestReconcile();
     // A re-created namespace took the old listeners' sockets with it.
     if (st.listening) listeners_.removeNetwork(network.networkId);
     st.listening = false;
@@ -203,7 +213,8 @@ void Reconciler::onEnsured(const NetworkPlan& network, core::Result<Plumbing::En
         for (std::size_t j = i + 1; j < fds.size(); ++j)
           if (fds[j]) ::close(*fds[j]);
         listeners_.removeNetwork(network.networkId);
-        return fail("serving " + network.namespaceName + ": " + s.error().message), reconcile();
+        return fail("serving " + network.namespaceName + ": " + s.error().message),
+               requestReconcile();
       }
     }
     st.listening = true;
@@ -236,7 +247,7 @@ void Reconciler::onEnsured(const NetworkPlan& network, core::Result<Plumbing::En
     log->info("network {}: {} {} ({}); serving metadata", network.networkId, network.namespaceName,
               first ? "set up" : "repaired", ensured->changes);
   }
-  reconcile();
+  requestReconcile();
 }
 
 void Reconciler::startRemove(const std::string& networkId, const std::string& namespaceName) {
@@ -270,7 +281,7 @@ void Reconciler::startRemove(const std::string& networkId, const std::string& na
                     state.backoff.count());
         scheduleRetry(state.retryAt);
       }
-      reconcile();
+      requestReconcile();
     });
   });
 }

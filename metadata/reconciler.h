@@ -127,6 +127,8 @@ class Reconciler {
   };
 
   void reconcile();
+  // One reconcile() for a burst of worker completions (each is O(networks)).
+  void requestReconcile();
   void startEnsure(const NetworkPlan& network);
   void onEnsured(const NetworkPlan& network, core::Result<Plumbing::Ensured> ensured,
                  std::vector<core::Result<int>> fds);
@@ -159,6 +161,7 @@ class Reconciler {
   boost::asio::steady_timer retryTimer_;
   boost::asio::steady_timer verifyTimer_;
   bool verifyScheduled_ = false;
+  bool reconcilePending_ = false;
 };
 
 }  // namespace okna::metadata

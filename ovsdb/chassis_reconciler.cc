@@ -58,13 +58,30 @@ ChassisReconciler::ChassisReconciler(boost::asio::io_context& io, OvsConfig conf
                  "chassisredirect ports bound to this chassis in the Southbound DB");
   metrics_.histogram("okna_ovsdb_gateway_drain_seconds",
                      "How long planned gateway failovers waited for the gateways to move");
-  thread_ = std::make_unique<IdlThread>(
-      config_, health_, [this, alive = alive_](std::shared_ptr<const Snapshot> s) {
-        // Called on the IDL thread: hop to the loop; `alive` guards against a late post.
-        boost::asio::post(io_, [this, alive, s = std::move(s)]() mutable {
-          if (*alive) onSnapshot(std::move(s));
-        });
-      });
+  thread_ = std::make_unique<IdlThread>(config_, health_,
+                                        [this, alive = alive_](std::shared_ptr<const Snapshot> s) {
+                                          // Called on the IDL thread: hop to the loop; `alive`
+                                          // guards against a late post. Only the newest snapshot
+                                          // matters (its counters are cumulative): while a hop is
+                                          // pending, a newer one replaces it instead of queueing
+                                          // behind it. A busy ovs-vswitchd (1,000 new ports)
+                                          // publishes faster than the loop could process each one.
+                                          {
+                                            const std::lock_guard lock(latestMutex_);
+                                            const bool hopPending = latest_ != nullptr;
+                                            latest_ = std::move(s);
+                                            if (hopPending) return;
+                                          }
+                                          boost::asio::post(io_, [this, alive] {
+                                            if (!*alive) return;
+                                            std::shared_ptr<const Snapshot> newest;
+                                            {
+                                              const std::lock_guard lock(latestMutex_);
+                                              newest.swap(latest_);
+                                            }
+                                            if (newest) onSnapshot(std::move(newest));
+                                          });
+                                        });
 }
 
 ChassisReconciler::~ChassisReconciler() {
@@ -110,10 +127,12 @@ void ChassisReconciler::submit() {
 }
 
 void ChassisReconciler::onSnapshot(std::shared_ptr<const Snapshot> snapshot) {
-  const Snapshot previous = snapshot_ ? *snapshot_ : Snapshot{};
+  // The previous snapshot by reference count, not by copy: a copy is O(ports) allocations.
+  static const Snapshot kNone;
+  const std::shared_ptr<const Snapshot> previous = std::move(snapshot_);
   snapshot_ = std::move(snapshot);
   const Snapshot& s = *snapshot_;
-  updateMetrics(previous, s);
+  updateMetrics(previous ? *previous : kNone, s);
   if (s.connected && generation_ > 0 && s.convergedGeneration == generation_ && !ready_) {
     ready_ = true;
     core::logger(kComponent)->info("chassis configuration applied to {}", config_.remote);

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -91,6 +92,9 @@ class ChassisReconciler {
   std::optional<DesiredChassis> planned_;
   std::vector<ChassisWarning> reportedWarnings_;
   std::shared_ptr<const Snapshot> snapshot_;
+  // The newest snapshot published by the IDL thread and not yet taken by the loop.
+  std::mutex latestMutex_;
+  std::shared_ptr<const Snapshot> latest_;
   std::optional<DesiredChassis> submitted_;
   std::uint64_t generation_ = 0;
   bool ready_ = false;
