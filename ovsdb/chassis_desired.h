@@ -14,6 +14,7 @@
 //   network.openkeel.io/external-nic=<nic> -> <nic> a port of the first mapping's bridge (or of
 //                                            OvsConfig::defaultExternalBridge)
 
+#include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
@@ -67,6 +68,12 @@ struct DesiredChassis {
   // Every bridge of a mapping, then the external NIC's bridge if no mapping names it.
   std::vector<DesiredBridge> bridges;
   std::vector<ChassisWarning> warnings;
+  // Set by the reconciler while a planned gateway failover waits for the router gateways to
+  // leave (gateway_drain.h): the mappings, bridges and ports the agent owns stay even when no
+  // longer wanted, and a wanted item that would replace one of them waits.
+  bool holdOwned = false;
+  // That failover's start (unix seconds), kept in the ownership record; 0: none.
+  std::int64_t drainSince = 0;
 
   /** The ovn-cms-options items the agent owns now: gatewayCmsItems if gateway, else none. */
   std::vector<std::string> cmsItems() const;

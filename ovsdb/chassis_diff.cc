@@ -52,8 +52,10 @@ struct KeyChanges {
 
 // Merges the agent's `desired` items into the observed list at `key`. `ownedBefore` are the items
 // the record says the agent added; the items it owns afterwards are written to `ownedAfter`.
+// `hold`: owned items no longer desired stay (a gateway drain is running), and a desired item
+// with the same key as one of them waits.
 void mergeList(const std::string& key, char separator, const std::vector<std::string>& desired,
-               const std::vector<std::string>& ownedBefore, const ObservedOvs& observed,
+               const std::vector<std::string>& ownedBefore, bool hold, const ObservedOvs& observed,
                const OwnershipRecord& before, std::vector<std::string>& ownedAfter, ChassisOps& out,
                KeyChanges& changes) {
   const auto it = observed.externalIds.find(key);
@@ -71,6 +73,9 @@ void mergeList(const std::string& key, char separator, const std::vector<std::st
       result.push_back(tokens[i]);
       placed.insert(t);
       if (contains(ownedBefore, t) && !contains(ownedAfter, t)) ownedAfter.push_back(t);
+    } else if (contains(ownedBefore, t) && hold) {
+      result.push_back(tokens[i]);
+      if (!contains(ownedAfter, t)) ownedAfter.push_back(t);
     } else if (contains(ownedBefore, t)) {
       // Ours and no longer wanted: replaced in place by the wanted item with the same key, if any.
       for (const auto& d : desired) {
@@ -89,9 +94,16 @@ void mergeList(const std::string& key, char separator, const std::vector<std::st
   for (const auto& d : desired) {
     if (placed.count(d)) continue;
     std::string foreign;
+    std::string held;
     for (const auto& r : result) {
       const std::string t = trim(r);
-      if (!contains(ownedAfter, t) && itemKey(t, separator) == itemKey(d, separator)) foreign = t;
+      if (itemKey(t, separator) != itemKey(d, separator)) continue;
+      (contains(ownedAfter, t) ? held : foreign) = t;
+    }
+    if (!held.empty()) {
+      out.notes.push_back(key + ": keeping \"" + held + "\" while the gateway drain runs; \"" + d +
+                          "\" replaces it then");
+      continue;
     }
     if (!foreign.empty()) {
       out.notes.push_back(key + ": \"" + foreign + "\" was set by someone else; not adding \"" + d +
@@ -146,12 +158,13 @@ ChassisOps diffChassis(const DesiredChassis& desired, const ObservedOvs& observe
   }
 
   KeyChanges keys;
-  mergeList(kCmsOptions, '=', desired.cmsItems(), before.cmsItems, observed, before,
+  // The gateway items are never held: Neutron moves the gateways only once they are gone.
+  mergeList(kCmsOptions, '=', desired.cmsItems(), before.cmsItems, false, observed, before,
             out.owned.cmsItems, out, keys);
   std::vector<std::string> mappingItems;
   for (const auto& m : desired.bridgeMappings) mappingItems.push_back(m.item());
-  mergeList(kBridgeMappings, ':', mappingItems, before.mappings, observed, before,
-            out.owned.mappings, out, keys);
+  mergeList(kBridgeMappings, ':', mappingItems, before.mappings, desired.holdOwned, observed,
+            before, out.owned.mappings, out, keys);
   out.verifyExternalIds = !keys.sets.empty() || !keys.deletes.empty();
 
   // Same datapath as br-int: a netdev (DPDK/userspace) chassis needs netdev bridges.
@@ -197,6 +210,10 @@ ChassisOps diffChassis(const DesiredChassis& desired, const ObservedOvs& observe
     if (findBridge(desired, name)) continue;
     const auto obs = observed.bridges.find(name);
     if (obs == observed.bridges.end()) continue;  // already gone: forget it
+    if (desired.holdOwned) {
+      out.owned.bridges.push_back(name);
+      continue;
+    }
     std::vector<std::string> foreign;
     for (const auto& port : obs->second.ports)
       if (port != name && !contains(before.ports, std::pair{name, port})) foreign.push_back(port);
@@ -216,10 +233,15 @@ ChassisOps diffChassis(const DesiredChassis& desired, const ObservedOvs& observe
     const DesiredBridge* d = findBridge(desired, bridge);
     if ((d && contains(d->ports, port)) || deletedBridges.count(bridge)) continue;
     const auto obs = observed.bridges.find(bridge);
-    if (obs != observed.bridges.end() && contains(obs->second.ports, port))
+    if (obs == observed.bridges.end() || !contains(obs->second.ports, port)) continue;
+    if (desired.holdOwned) {
+      out.owned.ports.emplace_back(bridge, port);
+    } else {
       portDeletes.push_back({OvsOp::Kind::DeletePort, bridge, port});
+    }
   }
 
+  out.owned.drainSince = desired.drainSince;
   out.ops = std::move(adds);
   for (auto* group : {&keys.sets, &portDeletes, &bridgeDeletes, &keys.deletes})
     out.ops.insert(out.ops.end(), group->begin(), group->end());

@@ -2,6 +2,7 @@
 // ownership across restarts, conflicts, drift repair, and convergence (applying the ops to a
 // simulated database leaves nothing to do).
 #include "ovsdb/chassis_diff.h"
+#include "ovsdb/ownership.h"
 
 #include <gtest/gtest.h>
 
@@ -281,6 +282,78 @@ TEST(DiffChassis, NicMovesWithTheFirstMapping) {
   EXPECT_EQ(db.externalIds.at(kBridgeMappings), "physnet2:br-vlan");
 }
 
+// A gateway drain (holdOwned): the gateway items go at once, the owned mappings, bridges and
+// NIC stay, the drain's start is recorded; once the hold ends they go.
+TEST(DiffChassis, DrainClearsTheGatewayItemsAtOnceAndHoldsTheNetwork) {
+  DesiredChassis gw = mappings({{"physnet1", "br-ex"}}, "bond1");
+  gw.gateway = true;
+  gw.gatewayCmsItems = {"enable-chassis-as-gw", "availability-zones=az1"};
+  ObservedOvs db = converge(gw, emptyDb());
+  ASSERT_EQ(cms(db), "enable-chassis-as-gw,availability-zones=az1");
+
+  DesiredChassis draining;
+  draining.gatewayCmsItems = gw.gatewayCmsItems;
+  draining.holdOwned = true;
+  draining.drainSince = 1700000000;
+  const ChassisOps ops = diffChassis(draining, db);
+  for (const auto& op : ops.ops) {
+    EXPECT_NE(op.kind, Kind::DeleteBridge) << describe(op);
+    EXPECT_NE(op.kind, Kind::DeletePort) << describe(op);
+  }
+  db = converge(draining, db);
+  EXPECT_EQ(cms(db), "<absent>");
+  EXPECT_EQ(db.externalIds.at(kBridgeMappings), "physnet1:br-ex");
+  EXPECT_EQ(db.bridges.at("br-ex").ports, (std::vector<std::string>{"br-ex", "bond1"}));
+  auto record = parseOwnership(db.externalIds.at(kOwnershipKey));
+  ASSERT_TRUE(record.ok());
+  EXPECT_EQ(record->drainSince, 1700000000);
+  EXPECT_TRUE(record->cmsItems.empty());
+  EXPECT_EQ(record->mappings, std::vector<std::string>{"physnet1:br-ex"});
+  EXPECT_EQ(record->bridges, std::vector<std::string>{"br-ex"});
+  EXPECT_EQ(record->ports, (std::vector<std::pair<std::string, std::string>>{{"br-ex", "bond1"}}));
+
+  // The hold ends: everything of the agent's goes, the record with it.
+  db = converge(DesiredChassis{}, db);
+  EXPECT_EQ(db, emptyDb());
+}
+
+TEST(DiffChassis, DrainKeepsWhatTheNodeStillWantsAndAddsNewItemsWithoutReplacingHeldOnes) {
+  ObservedOvs db = converge(mappings({{"physnet1", "br-ex"}, {"physnet2", "br-vlan"}}), emptyDb());
+  // Compute nodes with distributed floating IPs keep physnet1; physnet2 moves to another bridge
+  // and physnet3 is new, during the drain.
+  DesiredChassis d = mappings({{"physnet1", "br-ex"}, {"physnet2", "br-v2"}, {"physnet3", "br-3"}});
+  d.holdOwned = true;
+  d.drainSince = 42;
+  const ChassisOps ops = diffChassis(d, db);
+  db = converge(d, db);
+  EXPECT_EQ(db.externalIds.at(kBridgeMappings), "physnet1:br-ex,physnet2:br-vlan,physnet3:br-3");
+  EXPECT_EQ(db.bridges.count("br-vlan"), 1u);
+  bool noted = false;
+  for (const auto& n : ops.notes)
+    noted = noted || n.find("keeping \"physnet2:br-vlan\" while the gateway drain") != n.npos;
+  EXPECT_TRUE(noted);
+  // Then physnet2 moves.
+  d.holdOwned = false;
+  d.drainSince = 0;
+  db = converge(d, db);
+  EXPECT_EQ(db.externalIds.at(kBridgeMappings), "physnet1:br-ex,physnet2:br-v2,physnet3:br-3");
+  EXPECT_EQ(db.bridges.count("br-vlan"), 0u);
+  EXPECT_EQ(parseOwnership(db.externalIds.at(kOwnershipKey))->drainSince, 0);
+}
+
+TEST(DiffChassis, DrainNeverHoldsWhatIsNotTheAgents) {
+  ObservedOvs db = emptyDb();
+  db.externalIds[kBridgeMappings] = "physnet9:br-op";
+  db.bridges["br-op"] = {"", {"br-op"}};
+  DesiredChassis d;
+  d.holdOwned = true;
+  d.drainSince = 42;
+  db = converge(d, db);
+  EXPECT_EQ(db.externalIds.at(kBridgeMappings), "physnet9:br-op");
+  EXPECT_EQ(formatOwnership(*parseOwnership(db.externalIds.at(kOwnershipKey))),
+            R"({"drain":42,"v":1})");
+}
+
 TEST(DiffChassis, OwnershipSurvivesARestartBecauseItLivesInTheDatabase) {
   // A first agent run writes; a "new process" sees only the database.
   ObservedOvs db = emptyDb();
@@ -331,13 +404,17 @@ TEST(DiffChassis, ForeignExternalIdsKeysAreNeverTouched) {
 // moving between bridges, which takes two) and returns to the start when everything goes.
 TEST(DiffChassis, AllTransitionsConverge) {
   std::vector<DesiredChassis> states;
-  for (int mask = 0; mask < 16; ++mask) {
+  for (int mask = 0; mask < 32; ++mask) {
     DesiredChassis d;
     if (mask & 1) d = mappings({{"physnet1", "br-ex"}});
     if (mask & 2) d = mappings({{"physnet2", "br-vlan"}, {"physnet1", "br-ex"}}, "bond1");
     d.gateway = (mask & 4) != 0;
     d.gatewayCmsItems = {"enable-chassis-as-gw"};
     if (mask & 8) d.gatewayCmsItems.push_back("availability-zones=az" + std::to_string(mask));
+    if (mask & 16) {
+      d.holdOwned = true;
+      d.drainSince = 1000 + mask;
+    }
     states.push_back(d);
   }
   ObservedOvs base = emptyDb();
