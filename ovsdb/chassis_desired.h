@@ -74,6 +74,11 @@ struct DesiredChassis {
   bool holdOwned = false;
   // That failover's start (unix seconds), kept in the ownership record; 0: none.
   std::int64_t drainSince = 0;
+  // Last good: an input is malformed, so what the agent applied for it stays (the owned bridge
+  // mappings and bridges; the owned ports; the owned availability-zones item while a gateway).
+  bool keepOwnedMappings = false;
+  bool keepOwnedPorts = false;
+  bool keepOwnedZone = false;
 
   /** The ovn-cms-options items the agent owns now: gatewayCmsItems if gateway, else none. */
   std::vector<std::string> cmsItems() const;

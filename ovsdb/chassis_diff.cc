@@ -1,6 +1,7 @@
 #include "ovsdb/chassis_diff.h"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 namespace okna::ovsdb {
@@ -52,12 +53,14 @@ struct KeyChanges {
 
 // Merges the agent's `desired` items into the observed list at `key`. `ownedBefore` are the items
 // the record says the agent added; the items it owns afterwards are written to `ownedAfter`.
-// `hold`: owned items no longer desired stay (a gateway drain is running), and a desired item
-// with the same key as one of them waits.
+// `held(item)`: an owned item no longer desired stays (a gateway drain is running, or its input
+// is malformed), and a desired item with the same key waits. Desired items not added (a foreign
+// or held item has their key) are appended to `deferred`.
 void mergeList(const std::string& key, char separator, const std::vector<std::string>& desired,
-               const std::vector<std::string>& ownedBefore, bool hold, const ObservedOvs& observed,
+               const std::vector<std::string>& ownedBefore,
+               const std::function<bool(const std::string&)>& held, const ObservedOvs& observed,
                const OwnershipRecord& before, std::vector<std::string>& ownedAfter, ChassisOps& out,
-               KeyChanges& changes) {
+               KeyChanges& changes, std::vector<std::string>& deferred) {
   const auto it = observed.externalIds.find(key);
   const bool exists = it != observed.externalIds.end();
   const std::vector<std::string> tokens =
@@ -73,7 +76,7 @@ void mergeList(const std::string& key, char separator, const std::vector<std::st
       result.push_back(tokens[i]);
       placed.insert(t);
       if (contains(ownedBefore, t) && !contains(ownedAfter, t)) ownedAfter.push_back(t);
-    } else if (contains(ownedBefore, t) && hold) {
+    } else if (contains(ownedBefore, t) && held(t)) {
       result.push_back(tokens[i]);
       if (!contains(ownedAfter, t)) ownedAfter.push_back(t);
     } else if (contains(ownedBefore, t)) {
@@ -94,20 +97,22 @@ void mergeList(const std::string& key, char separator, const std::vector<std::st
   for (const auto& d : desired) {
     if (placed.count(d)) continue;
     std::string foreign;
-    std::string held;
+    std::string kept;
     for (const auto& r : result) {
       const std::string t = trim(r);
       if (itemKey(t, separator) != itemKey(d, separator)) continue;
-      (contains(ownedAfter, t) ? held : foreign) = t;
+      (contains(ownedAfter, t) ? kept : foreign) = t;
     }
-    if (!held.empty()) {
-      out.notes.push_back(key + ": keeping \"" + held + "\" while the gateway drain runs; \"" + d +
-                          "\" replaces it then");
+    if (!kept.empty()) {
+      out.notes.push_back(key + ": keeping \"" + kept +
+                          "\" (gateway drain or malformed input); \"" + d + "\" replaces it then");
+      deferred.push_back(d);
       continue;
     }
     if (!foreign.empty()) {
       out.notes.push_back(key + ": \"" + foreign + "\" was set by someone else; not adding \"" + d +
                           "\"");
+      deferred.push_back(d);
       continue;
     }
     result.push_back(d);
@@ -158,13 +163,33 @@ ChassisOps diffChassis(const DesiredChassis& desired, const ObservedOvs& observe
   }
 
   KeyChanges keys;
-  // The gateway items are never held: Neutron moves the gateways only once they are gone.
-  mergeList(kCmsOptions, '=', desired.cmsItems(), before.cmsItems, false, observed, before,
-            out.owned.cmsItems, out, keys);
+  // The gateway flag is never held (Neutron moves the gateways only once it is gone); the zone
+  // item is, while the zone label is malformed and the node is still a gateway.
+  std::vector<std::string> deferred;
+  const bool keepZone = desired.keepOwnedZone && desired.gateway;
+  mergeList(
+      kCmsOptions, '=', desired.cmsItems(), before.cmsItems,
+      [&](const std::string& item) {
+        return keepZone && itemKey(item, '=') == "availability-zones";
+      },
+      observed, before, out.owned.cmsItems, out, keys, deferred);
   std::vector<std::string> mappingItems;
   for (const auto& m : desired.bridgeMappings) mappingItems.push_back(m.item());
-  mergeList(kBridgeMappings, ':', mappingItems, before.mappings, desired.holdOwned, observed,
-            before, out.owned.mappings, out, keys);
+  const bool keepMappings = desired.holdOwned || desired.keepOwnedMappings;
+  deferred.clear();
+  mergeList(
+      kBridgeMappings, ':', mappingItems, before.mappings,
+      [&](const std::string&) { return keepMappings; }, observed, before, out.owned.mappings, out,
+      keys, deferred);
+  // A bridge wanted only for mappings that were not added (a foreign entry or a held item has
+  // their physnet) is not created: it would serve no physnet.
+  std::set<std::string> blocked;
+  for (const auto& m : desired.bridgeMappings)
+    if (contains(deferred, m.item())) blocked.insert(m.bridge);
+  for (const auto& m : desired.bridgeMappings)
+    if (!contains(deferred, m.item())) blocked.erase(m.bridge);
+  const bool keepBridges = keepMappings || desired.keepOwnedPorts;
+  const bool keepPorts = desired.holdOwned || desired.keepOwnedPorts;
   out.verifyExternalIds = !keys.sets.empty() || !keys.deletes.empty();
 
   // Same datapath as br-int: a netdev (DPDK/userspace) chassis needs netdev bridges.
@@ -181,6 +206,11 @@ ChassisOps diffChassis(const DesiredChassis& desired, const ObservedOvs& observe
   for (const auto& b : desired.bridges) {
     const auto obs = observed.bridges.find(b.name);
     const bool exists = obs != observed.bridges.end();
+    if (!exists && blocked.count(b.name)) {
+      out.notes.push_back("not creating bridge " + b.name +
+                          ": its bridge mapping was not applied (see above)");
+      continue;
+    }
     if (!exists) {
       adds.push_back({OvsOp::Kind::AddBridge, b.name, datapathType});
       out.owned.bridges.push_back(b.name);
@@ -210,7 +240,7 @@ ChassisOps diffChassis(const DesiredChassis& desired, const ObservedOvs& observe
     if (findBridge(desired, name)) continue;
     const auto obs = observed.bridges.find(name);
     if (obs == observed.bridges.end()) continue;  // already gone: forget it
-    if (desired.holdOwned) {
+    if (keepBridges) {
       out.owned.bridges.push_back(name);
       continue;
     }
@@ -234,7 +264,7 @@ ChassisOps diffChassis(const DesiredChassis& desired, const ObservedOvs& observe
     if ((d && contains(d->ports, port)) || deletedBridges.count(bridge)) continue;
     const auto obs = observed.bridges.find(bridge);
     if (obs == observed.bridges.end() || !contains(obs->second.ports, port)) continue;
-    if (desired.holdOwned) {
+    if (keepPorts) {
       out.owned.ports.emplace_back(bridge, port);
     } else {
       portDeletes.push_back({OvsOp::Kind::DeletePort, bridge, port});

@@ -94,6 +94,7 @@ void ChassisReconciler::update(const k8s::NodeInfo& node, const std::set<std::st
       event("Warning", w.reason, w.message);
     }
     reportedWarnings_ = planned_->warnings;
+    updateHealth();
   }
   if (generation_ == 0 && !submitted_) {
     health_.setReady(kComponent, false, "connecting to " + config_.remote);
@@ -123,6 +124,21 @@ void ChassisReconciler::onSnapshot(std::shared_ptr<const Snapshot> snapshot) {
     ready_ = true;
     core::logger(kComponent)->info("chassis configuration applied to {}", config_.remote);
   }
+  updateHealth();
+  evaluateDrain();
+  submit();
+  if (listener_) listener_(s);
+}
+
+void ChassisReconciler::updateHealth() {
+  if (!snapshot_) return;
+  const Snapshot& s = *snapshot_;
+  // Malformed Node inputs keep what is applied (the node still works, so it stays ready) but
+  // /readyz?verbose says what is wrong.
+  std::string problems;
+  if (planned_)
+    for (const auto& w : planned_->warnings)
+      problems += (problems.empty() ? "" : "; ") + w.reason + ": " + w.message;
   if (!s.connected) {
     health_.setReady(kComponent, false,
                      "not connected to " + config_.remote +
@@ -134,11 +150,10 @@ void ChassisReconciler::onSnapshot(std::shared_ptr<const Snapshot> snapshot) {
                      "applying the first desired state" +
                          (s.lastError.empty() ? std::string() : ": " + s.lastError));
   } else {
-    health_.setReady(kComponent, true, "connected to " + config_.remote);
+    health_.setReady(kComponent, true,
+                     "connected to " + config_.remote +
+                         (problems.empty() ? std::string() : "; Node inputs: " + problems));
   }
-  evaluateDrain();
-  submit();
-  if (listener_) listener_(s);
 }
 
 std::uint64_t ChassisReconciler::submitMetadata(const DesiredMetadataOvs& desired) {

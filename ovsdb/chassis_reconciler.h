@@ -76,6 +76,7 @@ class ChassisReconciler {
 
  private:
   void onSnapshot(std::shared_ptr<const Snapshot> snapshot);
+  void updateHealth();
   void evaluateDrain();
   void armDrainTimer(std::int64_t now);
   void reportDrain(const GatewayDrainStep& step, const Snapshot& s);

@@ -354,6 +354,66 @@ TEST(DiffChassis, DrainNeverHoldsWhatIsNotTheAgents) {
             R"({"drain":42,"v":1})");
 }
 
+// Last good: an input that became malformed keeps what the agent applied for it.
+TEST(DiffChassis, MalformedInputsKeepWhatTheAgentApplied) {
+  DesiredChassis good = mappings({{"physnet1", "br-ex"}}, "bond1");
+  good.gateway = true;
+  good.gatewayCmsItems = {"enable-chassis-as-gw", "availability-zones=az1"};
+  const ObservedOvs applied = converge(good, emptyDb());
+
+  DesiredChassis badMappings = good;
+  badMappings.bridgeMappings.clear();
+  badMappings.bridges = {{"br-ex", {"bond1"}}};  // the NIC still wants the (default) bridge
+  badMappings.keepOwnedMappings = true;
+  ObservedOvs db = converge(badMappings, applied);
+  EXPECT_EQ(db.externalIds.at(kBridgeMappings), "physnet1:br-ex");
+
+  DesiredChassis badNic = good;
+  badNic.bridges = {{"br-ex", {}}};
+  badNic.keepOwnedPorts = true;
+  db = converge(badNic, applied);
+  EXPECT_EQ(db.bridges.at("br-ex").ports, (std::vector<std::string>{"br-ex", "bond1"}));
+
+  DesiredChassis badZone = good;
+  badZone.gatewayCmsItems = {"enable-chassis-as-gw"};
+  badZone.keepOwnedZone = true;
+  db = converge(badZone, applied);
+  EXPECT_EQ(cms(db), "enable-chassis-as-gw,availability-zones=az1");
+  // ... but only with the gateway: losing the role takes the zone with the flag.
+  badZone.gateway = false;
+  db = converge(badZone, applied);
+  EXPECT_EQ(cms(db), "<absent>");
+
+  // Nothing owned: nothing to keep, nothing added.
+  DesiredChassis fresh;
+  fresh.keepOwnedMappings = fresh.keepOwnedPorts = fresh.keepOwnedZone = true;
+  EXPECT_TRUE(diffChassis(fresh, emptyDb()).empty());
+}
+
+TEST(DiffChassis, NoBridgeForAMappingAForeignEntryBlocks) {
+  ObservedOvs db = emptyDb();
+  db.externalIds[kBridgeMappings] = "physnet1:br-op";
+  const DesiredChassis d = mappings({{"physnet1", "br-ex"}, {"physnet2", "br-vlan"}});
+  const ChassisOps ops = diffChassis(d, db);
+  db = converge(d, db);
+  EXPECT_EQ(db.bridges.count("br-ex"), 0u) << "physnet1 is someone else's: no bridge for it";
+  EXPECT_EQ(db.bridges.count("br-vlan"), 1u);
+  EXPECT_EQ(db.externalIds.at(kBridgeMappings), "physnet1:br-op,physnet2:br-vlan");
+  ASSERT_FALSE(ops.notes.empty());
+  // Nor is the NIC plugged into a bridge that would serve no physnet.
+  ObservedOvs db2 = emptyDb();
+  db2.externalIds[kBridgeMappings] = "physnet1:br-op";
+  const DesiredChassis nic = mappings({{"physnet1", "br-ex"}}, "bond1");
+  db2 = converge(nic, db2);
+  EXPECT_EQ(db2.bridges.count("br-ex"), 0u);
+  // An existing bridge is used as before.
+  ObservedOvs db3 = emptyDb();
+  db3.externalIds[kBridgeMappings] = "physnet1:br-op";
+  db3.bridges["br-ex"] = {"", {"br-ex"}};
+  db3 = converge(nic, db3);
+  EXPECT_EQ(db3.bridges.at("br-ex").ports, (std::vector<std::string>{"br-ex", "bond1"}));
+}
+
 TEST(DiffChassis, OwnershipSurvivesARestartBecauseItLivesInTheDatabase) {
   // A first agent run writes; a "new process" sees only the database.
   ObservedOvs db = emptyDb();
