@@ -192,10 +192,22 @@ ChassisOps diffChassis(const DesiredChassis& desired, const ObservedOvs& observe
   const bool keepPorts = desired.holdOwned || desired.keepOwnedPorts;
   out.verifyExternalIds = !keys.sets.empty() || !keys.deletes.empty();
 
-  // Same datapath as br-int: a netdev (DPDK/userspace) chassis needs netdev bridges.
-  const auto brInt = observed.bridges.find("br-int");
-  const std::string datapathType =
-      brInt == observed.bridges.end() ? "" : brInt->second.datapathType;
+  // Same datapath as the integration bridge: a netdev (DPDK/userspace) chassis needs netdev
+  // bridges. ovn-controller creates br-int with external_ids:ovn-bridge-datapath-type; else the
+  // integration bridge's own (external_ids:ovn-bridge, default br-int).
+  std::string datapathType;
+  if (const auto it = observed.externalIds.find("ovn-bridge-datapath-type");
+      it != observed.externalIds.end()) {
+    datapathType = it->second;
+  } else {
+    const auto name = observed.externalIds.find("ovn-bridge");
+    const auto brInt =
+        observed.bridges.find(name == observed.externalIds.end() ? "br-int" : name->second);
+    if (brInt != observed.bridges.end()) datapathType = brInt->second.datapathType;
+  }
+  const auto sameDatapath = [](const std::string& a, const std::string& b) {
+    return a == b || ((a.empty() || a == "system") && (b.empty() || b == "system"));
+  };
   const auto bridgeOfPort = [&](const std::string& port) -> std::string {
     for (const auto& [name, b] : observed.bridges)
       if (contains(b.ports, port)) return name;
@@ -217,6 +229,10 @@ ChassisOps diffChassis(const DesiredChassis& desired, const ObservedOvs& observe
       out.verifyBridges = true;
     } else if (contains(before.bridges, b.name)) {
       out.owned.bridges.push_back(b.name);
+      if (!sameDatapath(obs->second.datapathType, datapathType)) {
+        adds.push_back({OvsOp::Kind::SetBridgeDatapathType, b.name, datapathType});
+        out.verifyBridges = true;
+      }
     }
     for (const auto& port : b.ports) {
       const std::pair<std::string, std::string> key{b.name, port};
@@ -304,6 +320,8 @@ std::string describe(const OvsOp& op) {
       return "add port " + op.b + " to bridge " + op.a + " (external_ids " + op.c + ")";
     case OvsOp::Kind::SetIfaceExternalIds:
       return "set Interface " + op.b + " external_ids " + op.c;
+    case OvsOp::Kind::SetBridgeDatapathType:
+      return "set Bridge " + op.a + " datapath_type=" + op.b;
   }
   return "?";
 }

@@ -45,12 +45,14 @@ struct OvsOp {
     DeletePort,
     DeleteBridge,
     AddIfacePort,
-    SetIfaceExternalIds
+    SetIfaceExternalIds,
+    SetBridgeDatapathType
   };
   Kind kind;
   // SetExternalId: key, value. DeleteExternalId: key. AddBridge: bridge, datapath_type.
   // AddPort / DeletePort: bridge, port. DeleteBridge: bridge.
   // AddIfacePort / SetIfaceExternalIds: bridge, port, Interface external_ids "k=v,k=v".
+  // SetBridgeDatapathType: bridge, datapath_type.
   std::string a;
   std::string b;
   std::string c = {};

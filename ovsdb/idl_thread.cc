@@ -47,6 +47,8 @@ okna_ovs_op_kind toGlue(OvsOp::Kind kind) {
       return OKNA_OVS_ADD_IFACE_PORT;
     case OvsOp::Kind::SetIfaceExternalIds:
       return OKNA_OVS_SET_IFACE_EXTERNAL_ID;
+    case OvsOp::Kind::SetBridgeDatapathType:
+      return OKNA_OVS_SET_BRIDGE_DATAPATH_TYPE;
   }
   return OKNA_OVS_SET_EXTERNAL_ID;
 }

@@ -272,6 +272,16 @@ okna_ovs_txn* okna_ovs_txn_start(okna_ovs_idl* h, const okna_ovs_op* ops, size_t
         smap_destroy(&kv);
         break;
       }
+      case OKNA_OVS_SET_BRIDGE_DATAPATH_TYPE: {
+        const struct ovsrec_bridge* br = find_bridge(ovs, op->a);
+        if (!br) {
+          ok = 0;
+          break;
+        }
+        ovsrec_bridge_verify_datapath_type(br);
+        ovsrec_bridge_set_datapath_type(br, op->b);
+        break;
+      }
       case OKNA_OVS_DEL_BRIDGE: {
         /* Bridge, Port and Interface are not root tables: the server garbage-collects them. */
         const struct ovsrec_bridge* br = find_bridge(ovs, op->a);

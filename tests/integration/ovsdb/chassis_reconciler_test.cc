@@ -279,6 +279,20 @@ TEST_F(ChassisReconcilerTest, MalformedInputsKeepWhatIsAppliedAndSaySoInReadines
   EXPECT_EQ(readinessDetail().find("Invalid"), std::string::npos) << readinessDetail();
 }
 
+TEST_F(ChassisReconcilerTest, BridgesFollowOvnBridgeDatapathTypeAndAreRepaired) {
+  ovs_->vsctl({"set", "Open_vSwitch", ".", "external_ids:ovn-bridge-datapath-type=netdev"});
+  ovs_->vsctl({"set", "Bridge", "br-int", "datapath_type=system"});
+  auto r = make();
+  r->update(node({}, {{kBridgeMappingsKey, "physnet1:br-ex"}}), {"network"});
+  ASSERT_TRUE(loop_.runUntil([&] { return bridgeExists(*ovs_, "br-ex") && converged(*r); }));
+  EXPECT_EQ(ovs_->vsctl({"get", "Bridge", "br-ex", "datapath_type"}), "netdev");
+  // Someone changes the agent's bridge: repaired.
+  ovs_->vsctl({"set", "Bridge", "br-ex", "datapath_type=system"});
+  ASSERT_TRUE(loop_.runUntil([&] {
+    return ovs_->vsctl({"get", "Bridge", "br-ex", "datapath_type"}) == "netdev";
+  }));
+}
+
 TEST_F(ChassisReconcilerTest, NoBridgeForAMappingAForeignEntryBlocks) {
   ovs_->vsctl({"set", "Open_vSwitch", ".", "external_ids:ovn-bridge-mappings=\"physnet1:br-op\""});
   auto r = make();

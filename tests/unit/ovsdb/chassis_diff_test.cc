@@ -32,6 +32,9 @@ ObservedOvs apply(ObservedOvs db, const ChassisOps& ops) {
         break;
       case Kind::SetIfaceExternalIds:
         break;
+      case Kind::SetBridgeDatapathType:
+        db.bridges.at(op.a).datapathType = op.b;
+        break;
       case Kind::DeletePort: {
         auto& ports = db.bridges.at(op.a).ports;
         ports.erase(std::find(ports.begin(), ports.end(), op.b));
@@ -200,6 +203,42 @@ TEST(DiffChassis, MappingsCreateBridgesWithBrIntsDatapathType) {
     e.bridges["br-int"].datapathType = "netdev";
     return e;
   }());
+}
+
+TEST(DiffChassis, DatapathTypeFollowsOvnBridgeDatapathTypeThenBrInt) {
+  ObservedOvs db = emptyDb();
+  db.bridges["br-int"].datapathType = "system";
+  db.externalIds["ovn-bridge-datapath-type"] = "netdev";  // what ovn-controller uses for br-int
+  const DesiredChassis d = mappings({{"physnet1", "br-ex"}});
+  EXPECT_EQ(diffChassis(d, db).ops[0], (OvsOp{Kind::AddBridge, "br-ex", "netdev"}));
+  // The integration bridge named by external_ids:ovn-bridge.
+  ObservedOvs other = emptyDb();
+  other.externalIds["ovn-bridge"] = "br-int2";
+  other.bridges["br-int2"] = {"netdev", {"br-int2"}};
+  EXPECT_EQ(diffChassis(d, other).ops[0], (OvsOp{Kind::AddBridge, "br-ex", "netdev"}));
+}
+
+TEST(DiffChassis, OwnedBridgeWithAnotherDatapathTypeIsRepairedForeignOneIsNot) {
+  ObservedOvs db = emptyDb();
+  const DesiredChassis d = mappings({{"physnet1", "br-ex"}, {"physnet2", "br-op"}});
+  db.bridges["br-op"] = {"", {"br-op"}};  // an operator's bridge
+  db = converge(d, db);                   // br-ex created as system ("" like br-int)
+  // ovn-controller is reconfigured for the userspace datapath.
+  db.bridges["br-int"].datapathType = "netdev";
+  const ChassisOps ops = diffChassis(d, db);
+  ASSERT_EQ(ops.ops.size(), 1u);
+  EXPECT_EQ(ops.ops[0], (OvsOp{Kind::SetBridgeDatapathType, "br-ex", "netdev"}));
+  EXPECT_TRUE(ops.verifyBridges);
+  EXPECT_EQ(describe(ops.ops[0]), "set Bridge br-ex datapath_type=netdev");
+  // "system" and "" are the same datapath.
+  ObservedOvs same = emptyDb();
+  same.bridges["br-int"].datapathType = "system";
+  same.bridges["br-ex"] = {"", {"br-ex"}};
+  same.externalIds[kOwnershipKey] = R"({"bridges":["br-ex"],"v":1})";
+  same.externalIds[kBridgeMappings] = "physnet1:br-ex";
+  DesiredChassis one = mappings({{"physnet1", "br-ex"}});
+  for (const auto& op : diffChassis(one, same).ops)
+    EXPECT_NE(op.kind, Kind::SetBridgeDatapathType) << describe(op);
 }
 
 TEST(DiffChassis, ExistingBridgeAndPortOfAnOperatorAreNeverDeleted) {
