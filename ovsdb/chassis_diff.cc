@@ -302,6 +302,23 @@ ChassisOps diffChassis(const DesiredChassis& desired, const ObservedOvs& observe
   return out;
 }
 
+std::vector<std::string> failedInterfaces(const DesiredChassis& desired,
+                                          const ObservedOvs& observed) {
+  std::vector<std::string> out;
+  for (const auto& b : desired.bridges) {
+    const auto obs = observed.bridges.find(b.name);
+    if (obs == observed.bridges.end()) continue;
+    std::vector<std::string> wanted{b.name};
+    wanted.insert(wanted.end(), b.ports.begin(), b.ports.end());
+    for (const auto& port : wanted) {
+      const auto f = obs->second.failedPorts.find(port);
+      if (f != obs->second.failedPorts.end())
+        out.push_back("bridge " + b.name + " port " + port + ": " + f->second);
+    }
+  }
+  return out;
+}
+
 std::string describe(const OvsOp& op) {
   switch (op.kind) {
     case OvsOp::Kind::SetExternalId:

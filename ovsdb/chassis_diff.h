@@ -24,6 +24,9 @@ struct ObservedBridge {
   std::string datapathType;
   // Port names, including the bridge's own internal port.
   std::vector<std::string> ports;
+  // Ports with an Interface that ovs-vswitchd failed to create: port -> why (Interface.error,
+  // or "ofport -1").
+  std::map<std::string, std::string> failedPorts = {};
   bool operator==(const ObservedBridge&) const = default;
 };
 
@@ -76,6 +79,11 @@ struct ChassisOps {
 };
 
 ChassisOps diffChassis(const DesiredChassis& desired, const ObservedOvs& observed);
+
+/** The bridges and ports the agent wants that ovs-vswitchd failed to create, one line each
+ *  ("bridge br-ex port bond1: could not open network device bond1 (No such device)"). */
+std::vector<std::string> failedInterfaces(const DesiredChassis& desired,
+                                          const ObservedOvs& observed);
 
 /** "set external_ids:ovn-cms-options=a,b", "add bridge br-ex (datapath_type netdev)", ... */
 std::string describe(const OvsOp& op);

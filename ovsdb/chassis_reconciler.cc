@@ -18,9 +18,9 @@ constexpr const char* kComponent = "ovsdb";
 constexpr const char* kTxnMetric = "okna_ovsdb_transactions_total";
 constexpr const char* kTxnHelp = "OVSDB transactions of the chassis configuration, by result";
 
-std::string join(const std::vector<std::string>& items) {
+std::string join(const std::vector<std::string>& items, const std::string& separator = ",") {
   std::string out;
-  for (const auto& i : items) out += (out.empty() ? "" : ",") + i;
+  for (const auto& i : items) out += (out.empty() ? "" : separator) + i;
   return out;
 }
 
@@ -56,6 +56,8 @@ ChassisReconciler::ChassisReconciler(boost::asio::io_context& io, OvsConfig conf
   for (const char* result : {"success", "unchanged", "conflict", "error"})
     metrics_.counter(kTxnMetric, kTxnHelp, {{"result", result}});
   metrics_.counter("okna_ovsdb_reconnects_total", "Reconnections to the local OVSDB");
+  metrics_.gauge("okna_ovsdb_failed_interfaces",
+                 "Bridges and ports of the agent that ovs-vswitchd failed to create");
   metrics_.gauge("okna_ovsdb_connected", "1 while connected to the local OVSDB");
   metrics_.gauge("okna_ovsdb_gateway_draining", "1 while a planned gateway failover waits");
   metrics_.gauge("okna_ovsdb_gateway_ports",
@@ -124,10 +126,27 @@ void ChassisReconciler::onSnapshot(std::shared_ptr<const Snapshot> snapshot) {
     ready_ = true;
     core::logger(kComponent)->info("chassis configuration applied to {}", config_.remote);
   }
+  reportFailedInterfaces();
   updateHealth();
   evaluateDrain();
   submit();
   if (listener_) listener_(s);
+}
+
+void ChassisReconciler::reportFailedInterfaces() {
+  // What ovs-vswitchd made of the bridges and ports the agent asked for (Interface.error,
+  // ofport -1): a broken br-ex is not a ready gateway.
+  const std::vector<std::string> failed =
+      submitted_ ? failedInterfaces(*submitted_, snapshot_->ovs) : std::vector<std::string>{};
+  metrics_.gauge("okna_ovsdb_failed_interfaces", "").set(static_cast<double>(failed.size()));
+  for (const auto& f : failed) {
+    if (std::find(failedInterfaces_.begin(), failedInterfaces_.end(), f) != failedInterfaces_.end())
+      continue;
+    const std::string message = "ovs-vswitchd failed to create " + f;
+    core::logger(kComponent)->warn("{}", message);
+    event("Warning", "OvsInterfaceFailed", message);
+  }
+  failedInterfaces_ = failed;
 }
 
 void ChassisReconciler::updateHealth() {
@@ -149,6 +168,10 @@ void ChassisReconciler::updateHealth() {
     health_.setReady(kComponent, false,
                      "applying the first desired state" +
                          (s.lastError.empty() ? std::string() : ": " + s.lastError));
+  } else if (!failedInterfaces_.empty()) {
+    health_.setReady(kComponent, false,
+                     "ovs-vswitchd failed to create " + join(failedInterfaces_, "; ") +
+                         (problems.empty() ? std::string() : "; Node inputs: " + problems));
   } else {
     health_.setReady(kComponent, true,
                      "connected to " + config_.remote +

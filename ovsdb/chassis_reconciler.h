@@ -18,7 +18,9 @@
 //
 // Readiness component "ovsdb": connected and the first desired state applied.
 // Metrics: okna_ovsdb_transactions_total{result=success|unchanged|conflict|error},
-// okna_ovsdb_reconnects_total, okna_ovsdb_connected, okna_ovsdb_gateway_ports.
+// okna_ovsdb_reconnects_total, okna_ovsdb_connected, okna_ovsdb_gateway_ports,
+// okna_ovsdb_failed_interfaces (the agent's bridges and ports ovs-vswitchd failed to create:
+// also a Warning Event OvsInterfaceFailed and "not ready" with the error).
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -76,6 +78,7 @@ class ChassisReconciler {
 
  private:
   void onSnapshot(std::shared_ptr<const Snapshot> snapshot);
+  void reportFailedInterfaces();
   void updateHealth();
   void evaluateDrain();
   void armDrainTimer(std::int64_t now);
@@ -96,6 +99,8 @@ class ChassisReconciler {
   std::string nodeName_;
   std::optional<DesiredChassis> planned_;
   std::vector<ChassisWarning> reportedWarnings_;
+  // failedInterfaces() of the last snapshot (reported once each).
+  std::vector<std::string> failedInterfaces_;
   std::shared_ptr<const Snapshot> snapshot_;
   std::optional<DesiredChassis> submitted_;
   std::uint64_t generation_ = 0;

@@ -74,6 +74,18 @@ ObservedOvs readObserved(okna_ovs_idl* idl) {
         static_cast<ObservedOvs*>(ctx)->bridges[bridge].ports.push_back(port);
       },
       &o);
+  okna_ovs_idl_foreach_iface_status(
+      idl,
+      [](void* ctx, const char* bridge, const char* port, const char*, int hasOfport,
+         long long ofport, const char* error) {
+        auto& b = static_cast<ObservedOvs*>(ctx)->bridges[bridge];
+        if (*error != '\0') {
+          b.failedPorts[port] = error;
+        } else if (hasOfport && ofport == -1) {
+          b.failedPorts[port] = "ofport -1 (ovs-vswitchd could not add it)";
+        }
+      },
+      &o);
   return o;
 }
 

@@ -228,5 +228,55 @@ TEST(GatewayFailoverEndToEnd, FlagFirstMappingsKeptUntilTheGatewayLeftThenRemove
   agent.stop();
 }
 
+// A NIC ovs-vswitchd cannot open: today the agent stayed ready with a broken br-ex.
+TEST(OvsVswitchdFailures, AMissingExternalNicIsReportedNotReadyMetricAndEvent) {
+  OKNA_SKIP_WITHOUT_OVN_CHASSIS();
+  OvnChassis chassis;
+  boost::asio::io_context io;
+  LoopRunner loop(io);
+  core::MetricsRegistry metrics;
+  core::HealthRegistry health;
+  okna::testing::FakeHttpClient http;
+  k8s::ApiClient api(http, cluster());
+  k8s::EventRecorder events(api, {"net-1", "uid-1", "openkeel-node-agent"});
+  OvsConfig config;
+  config.enabled = true;
+  config.remote = chassis.ovs_remote();
+  ChassisReconciler agent(io, config, metrics, health, &events);
+  k8s::NodeInfo node;
+  node.name = "net-1";
+  node.labels = {{kExternalNicKey, "okfnosuch0"}};
+  node.annotations = {{kBridgeMappingsKey, "physnet1:br-ex"}};
+  agent.update(node, {"network"});
+
+  const auto ovsdbCheck = [&] {
+    for (const auto& c : health.readiness())
+      if (c.name == "ovsdb") return c;
+    return core::HealthRegistry::Check{};
+  };
+  ASSERT_TRUE(loop.runUntil(
+      [&] {
+        return okna::testing::metricValue(metrics.render(), "okna_ovsdb_failed_interfaces") == 1;
+      },
+      30s))
+      << metrics.render();
+  EXPECT_FALSE(ovsdbCheck().ok);
+  EXPECT_NE(ovsdbCheck().detail.find("bridge br-ex port okfnosuch0"), std::string::npos)
+      << ovsdbCheck().detail;
+  Strings reasons;
+  for (const auto& p : http.all())
+    if (p->request.method == "POST")
+      reasons.push_back(nlohmann::json::parse(p->request.body)["reason"].get<std::string>());
+  EXPECT_EQ(std::count(reasons.begin(), reasons.end(), "OvsInterfaceFailed"), 1);
+
+  // Fixed (the label names a NIC that exists): ready again.
+  must(chassis.in_hv({"ip", "link", "add", "okfext1", "type", "dummy"}), "ip link add");
+  node.labels = {{kExternalNicKey, "okfext1"}};
+  agent.update(node, {"network"});
+  ASSERT_TRUE(loop.runUntil([&] { return ovsdbCheck().ok; }, 30s)) << ovsdbCheck().detail;
+  EXPECT_EQ(okna::testing::metricValue(metrics.render(), "okna_ovsdb_failed_interfaces"), 0);
+  agent.stop();
+}
+
 }  // namespace
 }  // namespace okna::ovsdb

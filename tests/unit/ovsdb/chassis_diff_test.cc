@@ -531,6 +531,22 @@ TEST(DiffChassis, AllTransitionsConverge) {
   }
 }
 
+TEST(FailedInterfaces, OnlyWhatTheAgentWantsWithOvsVswitchdsReason) {
+  ObservedOvs db = emptyDb();
+  db.bridges["br-ex"] = {"", {"br-ex", "bond1"}};
+  db.bridges["br-ex"].failedPorts = {
+      {"bond1", "could not open network device bond1 (No such device)"}};
+  db.bridges["br-int"].failedPorts = {{"tap0", "ofport -1"}};  // not the agent's
+  db.bridges["br-vlan"] = {"", {"br-vlan"}};
+  db.bridges["br-vlan"].failedPorts = {{"br-vlan", "ofport -1 (ovs-vswitchd could not add it)"}};
+  const DesiredChassis d = mappings({{"physnet1", "br-ex"}, {"physnet2", "br-vlan"}}, "bond1");
+  EXPECT_EQ(failedInterfaces(d, db),
+            (std::vector<std::string>{
+                "bridge br-ex port bond1: could not open network device bond1 (No such device)",
+                "bridge br-vlan port br-vlan: ofport -1 (ovs-vswitchd could not add it)"}));
+  EXPECT_TRUE(failedInterfaces(DesiredChassis{}, db).empty());
+}
+
 TEST(DescribeOp, ReadsLikeOvsVsctl) {
   EXPECT_EQ(describe({Kind::SetExternalId, "k", "v"}), "set external_ids:k=v");
   EXPECT_EQ(describe({Kind::AddBridge, "br-ex", "netdev"}),
