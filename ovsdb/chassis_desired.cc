@@ -212,6 +212,45 @@ DesiredChassis planChassis(const OvsConfig& config, const k8s::NodeInfo& node,
   return d;
 }
 
+void guardExternalNic(DesiredChassis& desired, const k8s::NodeInfo& node, const NicFacts& facts) {
+  const std::string* nic = find(node.labels, kExternalNicKey);
+  if (!nic) return;
+  DesiredBridge* bridge = nullptr;
+  for (auto& b : desired.bridges)
+    if (std::find(b.ports.begin(), b.ports.end(), *nic) != b.ports.end()) bridge = &b;
+  if (!bridge) return;  // not planned (an invalid name: already warned)
+  if (const std::string* moves = find(node.annotations, kExternalNicAddressMovesKey);
+      moves && *moves == "true")
+    return;
+  std::vector<std::string> why;
+  if (facts.carriesDefaultRoute) why.push_back("the host's default route");
+  for (const auto& ip : node.internalIps)
+    if (std::find(facts.addresses.begin(), facts.addresses.end(), ip) != facts.addresses.end())
+      why.push_back("the node's InternalIP " + ip);
+  if (why.empty()) return;
+  std::string reasons;
+  for (const auto& w : why) reasons += (reasons.empty() ? "" : " and ") + w;
+  desired.warnings.push_back(
+      {"UnsafeExternalNic",
+       "label " + std::string(kExternalNicKey) + "=\"" + *nic + "\": " + *nic + " carries " +
+           reasons + "; plugging it into " + bridge->name +
+           " would cut the node off (from the API server too), so it is not plugged. Move the "
+           "address and route to " +
+           bridge->name + " yourself and annotate the node " + kExternalNicAddressMovesKey +
+           "=true, or pick another NIC"});
+  desired.keepOwnedPorts = true;
+  bridge->ports.erase(std::find(bridge->ports.begin(), bridge->ports.end(), *nic));
+  // A bridge that was only there for this NIC (no mapping names it) goes with it.
+  const bool mapped = std::any_of(desired.bridgeMappings.begin(), desired.bridgeMappings.end(),
+                                  [&](const BridgeMapping& m) { return m.bridge == bridge->name; });
+  if (!mapped && bridge->ports.empty()) {
+    const std::string name = bridge->name;
+    desired.bridges.erase(std::remove_if(desired.bridges.begin(), desired.bridges.end(),
+                                         [&](const DesiredBridge& b) { return b.name == name; }),
+                          desired.bridges.end());
+  }
+}
+
 nlohmann::json toDryRunJson(const DesiredChassis& desired) {
   nlohmann::json ids = nlohmann::json::object();
   std::string cms;

@@ -31,6 +31,10 @@ inline constexpr const char* kNetworkRole = "network";
 inline constexpr const char* kZoneLabel = "topology.kubernetes.io/zone";
 inline constexpr const char* kBridgeMappingsKey = "network.openkeel.io/bridge-mappings";
 inline constexpr const char* kExternalNicKey = "network.openkeel.io/external-nic";
+// "true": the operator moves the external NIC's address (and default route) to the bridge
+// themselves, so the agent may plug a NIC that carries them (see ovsdb/README.md).
+inline constexpr const char* kExternalNicAddressMovesKey =
+    "network.openkeel.io/external-nic-address-moves";
 inline constexpr const char* kCmsOptions = "ovn-cms-options";
 inline constexpr const char* kBridgeMappings = "ovn-bridge-mappings";
 inline constexpr const char* kGatewayItem = "enable-chassis-as-gw";
@@ -87,6 +91,21 @@ struct DesiredChassis {
 
 DesiredChassis planChassis(const OvsConfig& config, const k8s::NodeInfo& node,
                            const std::set<std::string>& roles);
+
+/** What the host says about the external NIC (host_nics.h reads it). */
+struct NicFacts {
+  // The host's IPv4 or IPv6 default route goes out of it.
+  bool carriesDefaultRoute = false;
+  // Its IP addresses (no prefix length).
+  std::vector<std::string> addresses;
+  bool operator==(const NicFacts&) const = default;
+};
+
+/** Refuses to plug the external NIC when it carries the host's default route or an address of
+ *  the node's InternalIP (moving it into a bridge would cut the node off from the API server
+ *  needed to undo the label), unless the annotation kExternalNicAddressMovesKey is "true": the
+ *  NIC is dropped from `desired` (what is plugged now stays) with an UnsafeExternalNic warning. */
+void guardExternalNic(DesiredChassis& desired, const k8s::NodeInfo& node, const NicFacts& facts);
 
 /** `"ovs": {"external_ids": {key: value}, "bridges": [{"name", "ports"}]}` of --dry-run: the
  *  values the agent's own items give (foreign items in the live database come on top). */

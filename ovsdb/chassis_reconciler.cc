@@ -87,6 +87,8 @@ void ChassisReconciler::update(const k8s::NodeInfo& node, const std::set<std::st
   if (!*alive_) return;
   nodeName_ = node.name;
   planned_ = planChassis(config_, node, roles);
+  if (const auto nic = node.labels.find(kExternalNicKey); nic != node.labels.end())
+    guardExternalNic(*planned_, node, hostNics_->facts(nic->second));
   if (planned_->warnings != reportedWarnings_) {
     for (const auto& w : planned_->warnings) {
       bool known = false;

@@ -35,6 +35,7 @@
 #include "ovsdb/chassis_desired.h"
 #include "ovsdb/config.h"
 #include "ovsdb/gateway_drain.h"
+#include "ovsdb/host_nics.h"
 #include "ovsdb/idl_thread.h"
 
 namespace okna::core {
@@ -60,6 +61,9 @@ class ChassisReconciler {
   void update(const k8s::NodeInfo& node, const std::set<std::string>& roles);
   /** Stops the IDL thread and the drain timer; OVSDB is left as it is. */
   void stop();
+
+  /** Where the external NIC's safety check reads the host (default: LinuxHostNics). */
+  void setHostNics(std::unique_ptr<HostNics> nics) { hostNics_ = std::move(nics); }
 
   /** Called on the loop with every new snapshot, after this reconciler handled it. */
   using SnapshotListener = std::function<void(const Snapshot&)>;
@@ -98,6 +102,7 @@ class ChassisReconciler {
   std::unique_ptr<IdlThread> thread_;
   std::string nodeName_;
   std::optional<DesiredChassis> planned_;
+  std::unique_ptr<HostNics> hostNics_ = std::make_unique<LinuxHostNics>();
   std::vector<ChassisWarning> reportedWarnings_;
   // failedInterfaces() of the last snapshot (reported once each).
   std::vector<std::string> failedInterfaces_;

@@ -223,6 +223,48 @@ TEST(PlanChassis, BadExternalNicIsAWarningAndNoPort) {
   }
 }
 
+// The external NIC must not take the node off the network: refused when it carries the default
+// route or the InternalIP, unless the operator says the address moves with it.
+TEST(GuardExternalNic, RefusesANicCarryingTheDefaultRouteOrTheInternalIp) {
+  k8s::NodeInfo n = node({{kExternalNicKey, "eth0"}}, {{kBridgeMappingsKey, "physnet1:br-ex"}});
+  n.internalIps = {"10.0.0.5"};
+  struct Case {
+    NicFacts facts;
+    const char* why;
+  };
+  for (const auto& c :
+       {Case{{true, {}}, "the host's default route"},
+        Case{{false, {"192.0.2.1", "10.0.0.5"}}, "the node's InternalIP 10.0.0.5"}}) {
+    DesiredChassis d = planChassis({}, n, kNetwork);
+    guardExternalNic(d, n, c.facts);
+    EXPECT_EQ(d.bridges, (std::vector<DesiredBridge>{{"br-ex", {}}})) << c.why;
+    EXPECT_TRUE(d.keepOwnedPorts);
+    ASSERT_EQ(d.warnings.size(), 1u);
+    EXPECT_EQ(d.warnings[0].reason, "UnsafeExternalNic");
+    EXPECT_NE(d.warnings[0].message.find(c.why), std::string::npos) << d.warnings[0].message;
+    EXPECT_NE(d.warnings[0].message.find(kExternalNicAddressMovesKey), std::string::npos);
+  }
+  // Without a mapping the default bridge existed only for the NIC: it goes too.
+  k8s::NodeInfo bare = node({{kExternalNicKey, "eth0"}});
+  DesiredChassis d = planChassis({}, bare, kNetwork);
+  guardExternalNic(d, bare, {true, {}});
+  EXPECT_TRUE(d.bridges.empty());
+}
+
+TEST(GuardExternalNic, AllowsASafeNicOrAnExplicitMove) {
+  k8s::NodeInfo n = node({{kExternalNicKey, "eth1"}}, {{kBridgeMappingsKey, "physnet1:br-ex"}});
+  n.internalIps = {"10.0.0.5"};
+  DesiredChassis safe = planChassis({}, n, kNetwork);
+  guardExternalNic(safe, n, {false, {"192.0.2.1"}});
+  EXPECT_EQ(safe.bridges, (std::vector<DesiredBridge>{{"br-ex", {"eth1"}}}));
+  EXPECT_TRUE(safe.warnings.empty());
+  n.annotations[kExternalNicAddressMovesKey] = "true";
+  DesiredChassis moved = planChassis({}, n, kNetwork);
+  guardExternalNic(moved, n, {true, {"10.0.0.5"}});
+  EXPECT_EQ(moved.bridges, (std::vector<DesiredBridge>{{"br-ex", {"eth1"}}}));
+  EXPECT_TRUE(moved.warnings.empty());
+}
+
 TEST(PlanChassis, EverythingTogether) {
   const DesiredChassis d = planChassis({},
                                        node({{"topology.kubernetes.io/zone", "az1"},
