@@ -6,6 +6,7 @@
 // agent process continues the same drain.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "core/health.h"

@@ -113,7 +113,8 @@ TEST(PlanChassis, MalformedMappingsKeepWhatIsAppliedNow) {
 }
 
 TEST(PlanChassis, BadZoneIsRefusedNotSplitAndTheAppliedZoneStays) {
-  for (const std::string zone : {"az1,az2", "az1:az2", "a=b", "a b", std::string(256, 'z')}) {
+  for (const std::string& zone :
+       std::vector<std::string>{"az1,az2", "az1:az2", "a=b", "a b", std::string(256, 'z')}) {
     const DesiredChassis d =
         planChassis({}, node({{"topology.kubernetes.io/zone", zone}}), kNetwork);
     EXPECT_EQ(d.cmsItems(), std::vector<std::string>{"enable-chassis-as-gw"}) << zone;
