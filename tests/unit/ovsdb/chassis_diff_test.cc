@@ -368,8 +368,7 @@ TEST(DiffChassis, DrainKeepsWhatTheNodeStillWantsAndAddsNewItemsWithoutReplacing
   EXPECT_EQ(db.externalIds.at(kBridgeMappings), "physnet1:br-ex,physnet2:br-vlan,physnet3:br-3");
   EXPECT_EQ(db.bridges.count("br-vlan"), 1u);
   bool noted = false;
-  for (const auto& n : ops.notes)
-    noted = noted || n.find("keeping \"physnet2:br-vlan\" while the gateway drain") != n.npos;
+  for (const auto& n : ops.notes) noted = noted || n.find("keeping \"physnet2:br-vlan\"") != n.npos;
   EXPECT_TRUE(noted);
   // Then physnet2 moves.
   d.holdOwned = false;
