@@ -134,8 +134,9 @@ TEST(GatewayFailoverEndToEnd, FlagFirstMappingsKeptUntilTheGatewayLeftThenRemove
             "router-port=lrp-ext"},
            {"lrp-set-gateway-chassis", "lrp-ext", here, "1"}})
     must(chassis.nbctl(cmd), "nbctl " + cmd[0]);
-  // The external NIC: a dummy interface where ovs-vswitchd runs.
-  must(chassis.in_hv({"ip", "link", "add", "okfext0", "type", "dummy"}), "ip link add");
+  // The external NIC: a veth end where ovs-vswitchd runs.
+  must(chassis.in_hv({"ip", "link", "add", "okfext0", "type", "veth", "peer", "name", "okfext0p"}),
+       "ip link add");
 
   boost::asio::io_context io;
   LoopRunner loop(io);
@@ -270,7 +271,8 @@ TEST(OvsVswitchdFailures, AMissingExternalNicIsReportedNotReadyMetricAndEvent) {
   EXPECT_EQ(std::count(reasons.begin(), reasons.end(), "OvsInterfaceFailed"), 1);
 
   // Fixed (the label names a NIC that exists): ready again.
-  must(chassis.in_hv({"ip", "link", "add", "okfext1", "type", "dummy"}), "ip link add");
+  must(chassis.in_hv({"ip", "link", "add", "okfext1", "type", "veth", "peer", "name", "okfext1p"}),
+       "ip link add");
   node.labels = {{kExternalNicKey, "okfext1"}};
   agent.update(node, {"network"});
   ASSERT_TRUE(loop.runUntil([&] { return ovsdbCheck().ok; }, 30s)) << ovsdbCheck().detail;
