@@ -127,6 +127,18 @@ core::Result<NodeInfo> parseNode(const json& o, const std::string& where) {
   if (const json* status = r.object(o, "status", "status")) {
     n.capacity = r.stringMap(*status, "capacity", "status.capacity", true);
     n.allocatable = r.stringMap(*status, "allocatable", "status.allocatable", true);
+    if (const json* addresses = r.array(*status, "addresses", "status.addresses")) {
+      for (size_t i = 0; i < addresses->size(); ++i) {
+        const std::string path = "status.addresses[" + std::to_string(i) + "]";
+        const json& a = (*addresses)[i];
+        if (!a.is_object()) {
+          r.fail(path, "expected an object");
+          break;
+        }
+        if (r.string(a, "type", path + ".type") == "InternalIP")
+          n.internalIps.push_back(r.string(a, "address", path + ".address"));
+      }
+    }
   }
   if (r.error()) return *r.error();
   if (n.name.empty()) return core::makeError(where + ": metadata.name: missing");

@@ -34,6 +34,8 @@ struct NodeInfo {
   // status.capacity / status.allocatable, as quantity strings.
   StringMap capacity;
   StringMap allocatable;
+  // status.addresses of type InternalIP (the addresses the node is reached at).
+  std::vector<std::string> internalIps = {};
 };
 
 struct ContainerInfo {

@@ -21,6 +21,15 @@ bool isValidPhysnet(const std::string& name) {
   });
 }
 
+// ovn-cms-options "availability-zones=az1:az2" lists zones with ':' and items with ','; '='
+// and quotes would break Neutron's parsing too.
+bool isValidAzName(const std::string& zone) {
+  if (zone.empty() || zone.size() > 255) return false;
+  return std::none_of(zone.begin(), zone.end(), [](char c) {
+    return c == ',' || c == ':' || c == '=' || c == '"' || c == ' ' || c == '\t' || c == '\n';
+  });
+}
+
 void addBridge(std::vector<DesiredBridge>& bridges, const std::string& name) {
   for (const auto& b : bridges)
     if (b.name == name) return;
@@ -33,23 +42,24 @@ const std::string* find(const k8s::StringMap& map, const std::string& key) {
 }
 
 // The mappings from the annotation (native syntax, wins) or the label (encoded). A malformed
-// value gives no mapping at all rather than the valid half of it: a half-wired physnet is worse
-// than an unwired one, and the warning tells the administrator what to fix.
+// value applies none of it (not the valid half: a half-wired physnet is worse than an unwired
+// one) and keeps what is applied now (`invalid`: the last good value stays); the warning tells
+// the administrator what to fix.
 std::vector<BridgeMapping> planMappings(const k8s::NodeInfo& node,
-                                        std::vector<ChassisWarning>& warnings) {
+                                        std::vector<ChassisWarning>& warnings, bool& invalid) {
   const std::string key = kBridgeMappingsKey;
   const std::string* annotation = find(node.annotations, key);
   const std::string* label = find(node.labels, key);
-  const auto invalid = [&](const std::string& where, const std::string& value,
-                           const std::string& why) {
+  const auto bad = [&](const std::string& where, const std::string& value, const std::string& why) {
+    invalid = true;
     warnings.push_back(
         {"InvalidBridgeMappings", where + " " + key + "=\"" + value + "\" is invalid (" + why +
-                                      "); no bridge mapping is applied until it is fixed"});
+                                      "); the mappings applied now stay until it is fixed"});
   };
   if (annotation) {
     auto parsed = parseBridgeMappings(*annotation);
     if (!parsed) {
-      invalid("annotation", *annotation, parsed.error().message);
+      bad("annotation", *annotation, parsed.error().message);
       return {};
     }
     if (label) {
@@ -64,12 +74,12 @@ std::vector<BridgeMapping> planMappings(const k8s::NodeInfo& node,
   if (!label) return {};
   auto native = decodeMappingsLabel(*label);
   if (!native) {
-    invalid("label", *label, native.error().message);
+    bad("label", *label, native.error().message);
     return {};
   }
   auto parsed = parseBridgeMappings(*native);
   if (!parsed) {
-    invalid("label", *label, parsed.error().message + ", decoded as \"" + *native + "\"");
+    bad("label", *label, parsed.error().message + ", decoded as \"" + *native + "\"");
     return {};
   }
   return std::move(*parsed);
@@ -100,9 +110,14 @@ core::Result<std::vector<BridgeMapping>> parseBridgeMappings(const std::string& 
     if (!isValidOvsIfaceName(m.bridge))
       return core::makeError("bridge \"" + m.bridge +
                              "\" is not 1-15 characters of A-Z a-z 0-9 . - _");
-    for (const auto& seen : out)
+    for (const auto& seen : out) {
       if (seen.physnet == m.physnet)
         return core::makeError("physical network \"" + m.physnet + "\" is mapped twice");
+      // neutron_lib's parse_mappings(unique_values=True), as the OVN and OVS agents call it.
+      if (seen.bridge == m.bridge)
+        return core::makeError("bridge \"" + m.bridge + "\" is not unique (physical networks \"" +
+                               seen.physnet + "\" and \"" + m.physnet + "\")");
+    }
     out.push_back(std::move(m));
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -162,20 +177,32 @@ DesiredChassis planChassis(const OvsConfig& config, const k8s::NodeInfo& node,
   DesiredChassis d;
   d.gateway = roles.count(kNetworkRole) > 0;
   d.gatewayCmsItems.push_back(kGatewayItem);
-  if (const std::string* zone = find(node.labels, kZoneLabel); zone && !zone->empty())
-    d.gatewayCmsItems.push_back("availability-zones=" + *zone);
+  if (const std::string* zone = find(node.labels, kZoneLabel); zone && !zone->empty()) {
+    if (isValidAzName(*zone)) {
+      d.gatewayCmsItems.push_back("availability-zones=" + *zone);
+    } else {
+      d.keepOwnedZone = true;
+      d.warnings.push_back(
+          {"InvalidZone", "label " + std::string(kZoneLabel) + "=\"" + *zone +
+                              "\" is not a valid availability zone name (1-255 characters, " +
+                              "none of , : = \" or whitespace); the zone applied now stays " +
+                              "until it is fixed"});
+    }
+  }
 
-  d.bridgeMappings = planMappings(node, d.warnings);
+  d.bridgeMappings = planMappings(node, d.warnings, d.keepOwnedMappings);
   for (const auto& m : d.bridgeMappings) addBridge(d.bridges, m.bridge);
 
   if (const std::string* nic = find(node.labels, kExternalNicKey)) {
     const std::string bridge =
         d.bridgeMappings.empty() ? config.defaultExternalBridge : d.bridgeMappings.front().bridge;
     if (!isValidOvsIfaceName(*nic) || *nic == bridge) {
+      d.keepOwnedPorts = true;
       d.warnings.push_back({"InvalidExternalNic",
                             "label " + std::string(kExternalNicKey) + "=\"" + *nic +
                                 "\" is not a usable interface name (1-15 characters of A-Z a-z " +
-                                "0-9 . - _, not the bridge itself); no NIC is added to " + bridge});
+                                "0-9 . - _, not the bridge itself); the NIC plugged now stays " +
+                                "until it is fixed"});
     } else {
       addBridge(d.bridges, bridge);
       for (auto& b : d.bridges)
@@ -183,6 +210,45 @@ DesiredChassis planChassis(const OvsConfig& config, const k8s::NodeInfo& node,
     }
   }
   return d;
+}
+
+void guardExternalNic(DesiredChassis& desired, const k8s::NodeInfo& node, const NicFacts& facts) {
+  const std::string* nic = find(node.labels, kExternalNicKey);
+  if (!nic) return;
+  DesiredBridge* bridge = nullptr;
+  for (auto& b : desired.bridges)
+    if (std::find(b.ports.begin(), b.ports.end(), *nic) != b.ports.end()) bridge = &b;
+  if (!bridge) return;  // not planned (an invalid name: already warned)
+  if (const std::string* moves = find(node.annotations, kExternalNicAddressMovesKey);
+      moves && *moves == "true")
+    return;
+  std::vector<std::string> why;
+  if (facts.carriesDefaultRoute) why.push_back("the host's default route");
+  for (const auto& ip : node.internalIps)
+    if (std::find(facts.addresses.begin(), facts.addresses.end(), ip) != facts.addresses.end())
+      why.push_back("the node's InternalIP " + ip);
+  if (why.empty()) return;
+  std::string reasons;
+  for (const auto& w : why) reasons += (reasons.empty() ? "" : " and ") + w;
+  desired.warnings.push_back(
+      {"UnsafeExternalNic",
+       "label " + std::string(kExternalNicKey) + "=\"" + *nic + "\": " + *nic + " carries " +
+           reasons + "; plugging it into " + bridge->name +
+           " would cut the node off (from the API server too), so it is not plugged. Move the "
+           "address and route to " +
+           bridge->name + " yourself and annotate the node " + kExternalNicAddressMovesKey +
+           "=true, or pick another NIC"});
+  desired.keepOwnedPorts = true;
+  bridge->ports.erase(std::find(bridge->ports.begin(), bridge->ports.end(), *nic));
+  // A bridge that was only there for this NIC (no mapping names it) goes with it.
+  const bool mapped = std::any_of(desired.bridgeMappings.begin(), desired.bridgeMappings.end(),
+                                  [&](const BridgeMapping& m) { return m.bridge == bridge->name; });
+  if (!mapped && bridge->ports.empty()) {
+    const std::string name = bridge->name;
+    desired.bridges.erase(std::remove_if(desired.bridges.begin(), desired.bridges.end(),
+                                         [&](const DesiredBridge& b) { return b.name == name; }),
+                          desired.bridges.end());
+  }
 }
 
 nlohmann::json toDryRunJson(const DesiredChassis& desired) {

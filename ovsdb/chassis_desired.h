@@ -14,6 +14,7 @@
 //   network.openkeel.io/external-nic=<nic> -> <nic> a port of the first mapping's bridge (or of
 //                                            OvsConfig::defaultExternalBridge)
 
+#include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,6 +31,10 @@ inline constexpr const char* kNetworkRole = "network";
 inline constexpr const char* kZoneLabel = "topology.kubernetes.io/zone";
 inline constexpr const char* kBridgeMappingsKey = "network.openkeel.io/bridge-mappings";
 inline constexpr const char* kExternalNicKey = "network.openkeel.io/external-nic";
+// "true": the operator moves the external NIC's address (and default route) to the bridge
+// themselves, so the agent may plug a NIC that carries them (see ovsdb/README.md).
+inline constexpr const char* kExternalNicAddressMovesKey =
+    "network.openkeel.io/external-nic-address-moves";
 inline constexpr const char* kCmsOptions = "ovn-cms-options";
 inline constexpr const char* kBridgeMappings = "ovn-bridge-mappings";
 inline constexpr const char* kGatewayItem = "enable-chassis-as-gw";
@@ -67,6 +72,17 @@ struct DesiredChassis {
   // Every bridge of a mapping, then the external NIC's bridge if no mapping names it.
   std::vector<DesiredBridge> bridges;
   std::vector<ChassisWarning> warnings;
+  // Set by the reconciler while a planned gateway failover waits for the router gateways to
+  // leave (gateway_drain.h): the mappings, bridges and ports the agent owns stay even when no
+  // longer wanted, and a wanted item that would replace one of them waits.
+  bool holdOwned = false;
+  // That failover's start (unix seconds), kept in the ownership record; 0: none.
+  std::int64_t drainSince = 0;
+  // Last good: an input is malformed, so what the agent applied for it stays (the owned bridge
+  // mappings and bridges; the owned ports; the owned availability-zones item while a gateway).
+  bool keepOwnedMappings = false;
+  bool keepOwnedPorts = false;
+  bool keepOwnedZone = false;
 
   /** The ovn-cms-options items the agent owns now: gatewayCmsItems if gateway, else none. */
   std::vector<std::string> cmsItems() const;
@@ -75,6 +91,21 @@ struct DesiredChassis {
 
 DesiredChassis planChassis(const OvsConfig& config, const k8s::NodeInfo& node,
                            const std::set<std::string>& roles);
+
+/** What the host says about the external NIC (host_nics.h reads it). */
+struct NicFacts {
+  // The host's IPv4 or IPv6 default route goes out of it.
+  bool carriesDefaultRoute = false;
+  // Its IP addresses (no prefix length).
+  std::vector<std::string> addresses;
+  bool operator==(const NicFacts&) const = default;
+};
+
+/** Refuses to plug the external NIC when it carries the host's default route or an address of
+ *  the node's InternalIP (moving it into a bridge would cut the node off from the API server
+ *  needed to undo the label), unless the annotation kExternalNicAddressMovesKey is "true": the
+ *  NIC is dropped from `desired` (what is plugged now stays) with an UnsafeExternalNic warning. */
+void guardExternalNic(DesiredChassis& desired, const k8s::NodeInfo& node, const NicFacts& facts);
 
 /** `"ovs": {"external_ids": {key: value}, "bridges": [{"name", "ports"}]}` of --dry-run: the
  *  values the agent's own items give (foreign items in the live database come on top). */

@@ -1,6 +1,7 @@
 #include "ovsdb/chassis_diff.h"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 namespace okna::ovsdb {
@@ -52,10 +53,14 @@ struct KeyChanges {
 
 // Merges the agent's `desired` items into the observed list at `key`. `ownedBefore` are the items
 // the record says the agent added; the items it owns afterwards are written to `ownedAfter`.
+// `held(item)`: an owned item no longer desired stays (a gateway drain is running, or its input
+// is malformed), and a desired item with the same key waits. Desired items not added (a foreign
+// or held item has their key) are appended to `deferred`.
 void mergeList(const std::string& key, char separator, const std::vector<std::string>& desired,
-               const std::vector<std::string>& ownedBefore, const ObservedOvs& observed,
+               const std::vector<std::string>& ownedBefore,
+               const std::function<bool(const std::string&)>& held, const ObservedOvs& observed,
                const OwnershipRecord& before, std::vector<std::string>& ownedAfter, ChassisOps& out,
-               KeyChanges& changes) {
+               KeyChanges& changes, std::vector<std::string>& deferred) {
   const auto it = observed.externalIds.find(key);
   const bool exists = it != observed.externalIds.end();
   const std::vector<std::string> tokens =
@@ -71,6 +76,9 @@ void mergeList(const std::string& key, char separator, const std::vector<std::st
       result.push_back(tokens[i]);
       placed.insert(t);
       if (contains(ownedBefore, t) && !contains(ownedAfter, t)) ownedAfter.push_back(t);
+    } else if (contains(ownedBefore, t) && held(t)) {
+      result.push_back(tokens[i]);
+      if (!contains(ownedAfter, t)) ownedAfter.push_back(t);
     } else if (contains(ownedBefore, t)) {
       // Ours and no longer wanted: replaced in place by the wanted item with the same key, if any.
       for (const auto& d : desired) {
@@ -89,13 +97,22 @@ void mergeList(const std::string& key, char separator, const std::vector<std::st
   for (const auto& d : desired) {
     if (placed.count(d)) continue;
     std::string foreign;
+    std::string kept;
     for (const auto& r : result) {
       const std::string t = trim(r);
-      if (!contains(ownedAfter, t) && itemKey(t, separator) == itemKey(d, separator)) foreign = t;
+      if (itemKey(t, separator) != itemKey(d, separator)) continue;
+      (contains(ownedAfter, t) ? kept : foreign) = t;
+    }
+    if (!kept.empty()) {
+      out.notes.push_back(key + ": keeping \"" + kept +
+                          "\" (gateway drain or malformed input); \"" + d + "\" replaces it then");
+      deferred.push_back(d);
+      continue;
     }
     if (!foreign.empty()) {
       out.notes.push_back(key + ": \"" + foreign + "\" was set by someone else; not adding \"" + d +
                           "\"");
+      deferred.push_back(d);
       continue;
     }
     result.push_back(d);
@@ -146,18 +163,51 @@ ChassisOps diffChassis(const DesiredChassis& desired, const ObservedOvs& observe
   }
 
   KeyChanges keys;
-  mergeList(kCmsOptions, '=', desired.cmsItems(), before.cmsItems, observed, before,
-            out.owned.cmsItems, out, keys);
+  // The gateway flag is never held (Neutron moves the gateways only once it is gone); the zone
+  // item is, while the zone label is malformed and the node is still a gateway.
+  std::vector<std::string> deferred;
+  const bool keepZone = desired.keepOwnedZone && desired.gateway;
+  mergeList(
+      kCmsOptions, '=', desired.cmsItems(), before.cmsItems,
+      [&](const std::string& item) {
+        return keepZone && itemKey(item, '=') == "availability-zones";
+      },
+      observed, before, out.owned.cmsItems, out, keys, deferred);
   std::vector<std::string> mappingItems;
   for (const auto& m : desired.bridgeMappings) mappingItems.push_back(m.item());
-  mergeList(kBridgeMappings, ':', mappingItems, before.mappings, observed, before,
-            out.owned.mappings, out, keys);
+  const bool keepMappings = desired.holdOwned || desired.keepOwnedMappings;
+  deferred.clear();
+  mergeList(
+      kBridgeMappings, ':', mappingItems, before.mappings,
+      [&](const std::string&) { return keepMappings; }, observed, before, out.owned.mappings, out,
+      keys, deferred);
+  // A bridge wanted only for mappings that were not added (a foreign entry or a held item has
+  // their physnet) is not created: it would serve no physnet.
+  std::set<std::string> blocked;
+  for (const auto& m : desired.bridgeMappings)
+    if (contains(deferred, m.item())) blocked.insert(m.bridge);
+  for (const auto& m : desired.bridgeMappings)
+    if (!contains(deferred, m.item())) blocked.erase(m.bridge);
+  const bool keepBridges = keepMappings || desired.keepOwnedPorts;
+  const bool keepPorts = desired.holdOwned || desired.keepOwnedPorts;
   out.verifyExternalIds = !keys.sets.empty() || !keys.deletes.empty();
 
-  // Same datapath as br-int: a netdev (DPDK/userspace) chassis needs netdev bridges.
-  const auto brInt = observed.bridges.find("br-int");
-  const std::string datapathType =
-      brInt == observed.bridges.end() ? "" : brInt->second.datapathType;
+  // Same datapath as the integration bridge: a netdev (DPDK/userspace) chassis needs netdev
+  // bridges. ovn-controller creates br-int with external_ids:ovn-bridge-datapath-type; else the
+  // integration bridge's own (external_ids:ovn-bridge, default br-int).
+  std::string datapathType;
+  if (const auto it = observed.externalIds.find("ovn-bridge-datapath-type");
+      it != observed.externalIds.end()) {
+    datapathType = it->second;
+  } else {
+    const auto name = observed.externalIds.find("ovn-bridge");
+    const auto brInt =
+        observed.bridges.find(name == observed.externalIds.end() ? "br-int" : name->second);
+    if (brInt != observed.bridges.end()) datapathType = brInt->second.datapathType;
+  }
+  const auto sameDatapath = [](const std::string& a, const std::string& b) {
+    return a == b || ((a.empty() || a == "system") && (b.empty() || b == "system"));
+  };
   const auto bridgeOfPort = [&](const std::string& port) -> std::string {
     for (const auto& [name, b] : observed.bridges)
       if (contains(b.ports, port)) return name;
@@ -168,12 +218,21 @@ ChassisOps diffChassis(const DesiredChassis& desired, const ObservedOvs& observe
   for (const auto& b : desired.bridges) {
     const auto obs = observed.bridges.find(b.name);
     const bool exists = obs != observed.bridges.end();
+    if (!exists && blocked.count(b.name)) {
+      out.notes.push_back("not creating bridge " + b.name +
+                          ": its bridge mapping was not applied (see above)");
+      continue;
+    }
     if (!exists) {
       adds.push_back({OvsOp::Kind::AddBridge, b.name, datapathType});
       out.owned.bridges.push_back(b.name);
       out.verifyBridges = true;
     } else if (contains(before.bridges, b.name)) {
       out.owned.bridges.push_back(b.name);
+      if (!sameDatapath(obs->second.datapathType, datapathType)) {
+        adds.push_back({OvsOp::Kind::SetBridgeDatapathType, b.name, datapathType});
+        out.verifyBridges = true;
+      }
     }
     for (const auto& port : b.ports) {
       const std::pair<std::string, std::string> key{b.name, port};
@@ -197,6 +256,10 @@ ChassisOps diffChassis(const DesiredChassis& desired, const ObservedOvs& observe
     if (findBridge(desired, name)) continue;
     const auto obs = observed.bridges.find(name);
     if (obs == observed.bridges.end()) continue;  // already gone: forget it
+    if (keepBridges) {
+      out.owned.bridges.push_back(name);
+      continue;
+    }
     std::vector<std::string> foreign;
     for (const auto& port : obs->second.ports)
       if (port != name && !contains(before.ports, std::pair{name, port})) foreign.push_back(port);
@@ -216,10 +279,15 @@ ChassisOps diffChassis(const DesiredChassis& desired, const ObservedOvs& observe
     const DesiredBridge* d = findBridge(desired, bridge);
     if ((d && contains(d->ports, port)) || deletedBridges.count(bridge)) continue;
     const auto obs = observed.bridges.find(bridge);
-    if (obs != observed.bridges.end() && contains(obs->second.ports, port))
+    if (obs == observed.bridges.end() || !contains(obs->second.ports, port)) continue;
+    if (keepPorts) {
+      out.owned.ports.emplace_back(bridge, port);
+    } else {
       portDeletes.push_back({OvsOp::Kind::DeletePort, bridge, port});
+    }
   }
 
+  out.owned.drainSince = desired.drainSince;
   out.ops = std::move(adds);
   for (auto* group : {&keys.sets, &portDeletes, &bridgeDeletes, &keys.deletes})
     out.ops.insert(out.ops.end(), group->begin(), group->end());
@@ -231,6 +299,23 @@ ChassisOps diffChassis(const DesiredChassis& desired, const ObservedOvs& observe
     out.ops.push_back({OvsOp::Kind::SetExternalId, kOwnershipKey, record});
   }
   if (!out.ops.empty() && !out.verifyExternalIds) out.verifyExternalIds = true;
+  return out;
+}
+
+std::vector<std::string> failedInterfaces(const DesiredChassis& desired,
+                                          const ObservedOvs& observed) {
+  std::vector<std::string> out;
+  for (const auto& b : desired.bridges) {
+    const auto obs = observed.bridges.find(b.name);
+    if (obs == observed.bridges.end()) continue;
+    std::vector<std::string> wanted{b.name};
+    wanted.insert(wanted.end(), b.ports.begin(), b.ports.end());
+    for (const auto& port : wanted) {
+      const auto f = obs->second.failedPorts.find(port);
+      if (f != obs->second.failedPorts.end())
+        out.push_back("bridge " + b.name + " port " + port + ": " + f->second);
+    }
+  }
   return out;
 }
 
@@ -252,6 +337,8 @@ std::string describe(const OvsOp& op) {
       return "add port " + op.b + " to bridge " + op.a + " (external_ids " + op.c + ")";
     case OvsOp::Kind::SetIfaceExternalIds:
       return "set Interface " + op.b + " external_ids " + op.c;
+    case OvsOp::Kind::SetBridgeDatapathType:
+      return "set Bridge " + op.a + " datapath_type=" + op.b;
   }
   return "?";
 }

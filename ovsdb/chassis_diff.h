@@ -24,6 +24,9 @@ struct ObservedBridge {
   std::string datapathType;
   // Port names, including the bridge's own internal port.
   std::vector<std::string> ports;
+  // Ports with an Interface that ovs-vswitchd failed to create: port -> why (Interface.error,
+  // or "ofport -1").
+  std::map<std::string, std::string> failedPorts = {};
   bool operator==(const ObservedBridge&) const = default;
 };
 
@@ -45,12 +48,14 @@ struct OvsOp {
     DeletePort,
     DeleteBridge,
     AddIfacePort,
-    SetIfaceExternalIds
+    SetIfaceExternalIds,
+    SetBridgeDatapathType
   };
   Kind kind;
   // SetExternalId: key, value. DeleteExternalId: key. AddBridge: bridge, datapath_type.
   // AddPort / DeletePort: bridge, port. DeleteBridge: bridge.
   // AddIfacePort / SetIfaceExternalIds: bridge, port, Interface external_ids "k=v,k=v".
+  // SetBridgeDatapathType: bridge, datapath_type.
   std::string a;
   std::string b;
   std::string c = {};
@@ -74,6 +79,11 @@ struct ChassisOps {
 };
 
 ChassisOps diffChassis(const DesiredChassis& desired, const ObservedOvs& observed);
+
+/** The bridges and ports the agent wants that ovs-vswitchd failed to create, one line each
+ *  ("bridge br-ex port bond1: could not open network device bond1 (No such device)"). */
+std::vector<std::string> failedInterfaces(const DesiredChassis& desired,
+                                          const ObservedOvs& observed);
 
 /** "set external_ids:ovn-cms-options=a,b", "add bridge br-ex (datapath_type netdev)", ... */
 std::string describe(const OvsOp& op);

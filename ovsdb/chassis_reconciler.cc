@@ -1,5 +1,6 @@
 #include "ovsdb/chassis_reconciler.h"
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <chrono>
 
@@ -17,22 +18,25 @@ constexpr const char* kComponent = "ovsdb";
 constexpr const char* kTxnMetric = "okna_ovsdb_transactions_total";
 constexpr const char* kTxnHelp = "OVSDB transactions of the chassis configuration, by result";
 
-std::string join(const std::vector<std::string>& items) {
+std::string join(const std::vector<std::string>& items, const std::string& separator = ",") {
   std::string out;
-  for (const auto& i : items) out += (out.empty() ? "" : ",") + i;
+  for (const auto& i : items) out += (out.empty() ? "" : separator) + i;
   return out;
 }
 
-// The ownership record says the agent put enable-chassis-as-gw there: clearing it is the agent's
-// job, and the drain's.
-bool ownsGatewayItem(const Snapshot& s) {
+// The ownership record in the snapshot (none when absent or unreadable).
+std::optional<OwnershipRecord> ownershipRecord(const Snapshot& s) {
   const auto it = s.ovs.externalIds.find(kOwnershipKey);
-  if (it == s.ovs.externalIds.end()) return false;
+  if (it == s.ovs.externalIds.end()) return std::nullopt;
   auto record = parseOwnership(it->second);
-  if (!record) return false;
-  for (const auto& item : record->cmsItems)
-    if (item == kGatewayItem) return true;
-  return false;
+  if (!record) return std::nullopt;
+  return std::move(*record);
+}
+
+std::int64_t unixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace
@@ -52,6 +56,8 @@ ChassisReconciler::ChassisReconciler(boost::asio::io_context& io, OvsConfig conf
   for (const char* result : {"success", "unchanged", "conflict", "error"})
     metrics_.counter(kTxnMetric, kTxnHelp, {{"result", result}});
   metrics_.counter("okna_ovsdb_reconnects_total", "Reconnections to the local OVSDB");
+  metrics_.gauge("okna_ovsdb_failed_interfaces",
+                 "Bridges and ports of the agent that ovs-vswitchd failed to create");
   metrics_.gauge("okna_ovsdb_connected", "1 while connected to the local OVSDB");
   metrics_.gauge("okna_ovsdb_gateway_draining", "1 while a planned gateway failover waits");
   metrics_.gauge("okna_ovsdb_gateway_ports",
@@ -98,6 +104,8 @@ void ChassisReconciler::update(const k8s::NodeInfo& node, const std::set<std::st
   if (!*alive_) return;
   nodeName_ = node.name;
   planned_ = planChassis(config_, node, roles);
+  if (const auto nic = node.labels.find(kExternalNicKey); nic != node.labels.end())
+    guardExternalNic(*planned_, node, hostNics_->facts(nic->second));
   if (planned_->warnings != reportedWarnings_) {
     for (const auto& w : planned_->warnings) {
       bool known = false;
@@ -107,6 +115,7 @@ void ChassisReconciler::update(const k8s::NodeInfo& node, const std::set<std::st
       event("Warning", w.reason, w.message);
     }
     reportedWarnings_ = planned_->warnings;
+    updateHealth();
   }
   if (generation_ == 0 && !submitted_) {
     health_.setReady(kComponent, false, "connecting to " + config_.remote);
@@ -120,7 +129,8 @@ void ChassisReconciler::submit() {
   // Nothing is sent before the first replica: whether a drain is due depends on it.
   if (!planned_ || !snapshot_ || !snapshot_->ovs.hasRoot) return;
   DesiredChassis effective = *planned_;
-  effective.gateway = planned_->gateway || drainStarted_.has_value();
+  effective.holdOwned = drain_.since != 0;
+  effective.drainSince = drain_.since;
   if (submitted_ && *submitted_ == effective) return;
   submitted_ = effective;
   thread_->submit(effective, ++generation_);
@@ -137,6 +147,38 @@ void ChassisReconciler::onSnapshot(std::shared_ptr<const Snapshot> snapshot) {
     ready_ = true;
     core::logger(kComponent)->info("chassis configuration applied to {}", config_.remote);
   }
+  reportFailedInterfaces();
+  updateHealth();
+  evaluateDrain();
+  submit();
+  if (listener_) listener_(s);
+}
+
+void ChassisReconciler::reportFailedInterfaces() {
+  // What ovs-vswitchd made of the bridges and ports the agent asked for (Interface.error,
+  // ofport -1): a broken br-ex is not a ready gateway.
+  const std::vector<std::string> failed =
+      submitted_ ? failedInterfaces(*submitted_, snapshot_->ovs) : std::vector<std::string>{};
+  metrics_.gauge("okna_ovsdb_failed_interfaces", "").set(static_cast<double>(failed.size()));
+  for (const auto& f : failed) {
+    if (std::find(failedInterfaces_.begin(), failedInterfaces_.end(), f) != failedInterfaces_.end())
+      continue;
+    const std::string message = "ovs-vswitchd failed to create " + f;
+    core::logger(kComponent)->warn("{}", message);
+    event("Warning", "OvsInterfaceFailed", message);
+  }
+  failedInterfaces_ = failed;
+}
+
+void ChassisReconciler::updateHealth() {
+  if (!snapshot_) return;
+  const Snapshot& s = *snapshot_;
+  // Malformed Node inputs keep what is applied (the node still works, so it stays ready) but
+  // /readyz?verbose says what is wrong.
+  std::string problems;
+  if (planned_)
+    for (const auto& w : planned_->warnings)
+      problems += (problems.empty() ? "" : "; ") + w.reason + ": " + w.message;
   if (!s.connected) {
     health_.setReady(kComponent, false,
                      "not connected to " + config_.remote +
@@ -147,12 +189,15 @@ void ChassisReconciler::onSnapshot(std::shared_ptr<const Snapshot> snapshot) {
     health_.setReady(kComponent, false,
                      "applying the first desired state" +
                          (s.lastError.empty() ? std::string() : ": " + s.lastError));
+  } else if (!failedInterfaces_.empty()) {
+    health_.setReady(kComponent, false,
+                     "ovs-vswitchd failed to create " + join(failedInterfaces_, "; ") +
+                         (problems.empty() ? std::string() : "; Node inputs: " + problems));
   } else {
-    health_.setReady(kComponent, true, "connected to " + config_.remote);
+    health_.setReady(kComponent, true,
+                     "connected to " + config_.remote +
+                         (problems.empty() ? std::string() : "; Node inputs: " + problems));
   }
-  evaluateDrain();
-  submit();
-  if (listener_) listener_(s);
 }
 
 std::uint64_t ChassisReconciler::submitMetadata(const DesiredMetadataOvs& desired) {
@@ -164,94 +209,137 @@ std::uint64_t ChassisReconciler::submitMetadata(const DesiredMetadataOvs& desire
 }
 
 void ChassisReconciler::evaluateDrain() {
-  if (!planned_ || !snapshot_) return;
-  if (planned_->gateway) {
-    if (drainStarted_) cancelDrain();
-    drainDone_ = false;
-    return;
-  }
+  if (!planned_ || !snapshot_ || !snapshot_->ovs.hasRoot) return;
   const Snapshot& s = *snapshot_;
-  if (drainStarted_) {
-    if (s.systemId.empty()) {
-      finishDrain("this node no longer has a chassis name (external_ids:system-id)", false);
-    } else if (s.sb.synced && s.sb.gatewayPorts.empty()) {
-      finishDrain("no chassisredirect port is bound to chassis " + s.systemId + " any more", false);
-    } else if (s.sb.gatewayPorts != reportedGatewayPorts_) {
-      reportedGatewayPorts_ = s.sb.gatewayPorts;
-      core::logger(kComponent)
-          ->info("gateway drain of node {}: still bound to chassis {}: {}", nodeName_, s.systemId,
-                 reportedGatewayPorts_.empty() ? "(Southbound DB not synced)"
-                                               : join(reportedGatewayPorts_));
-    }
-    return;
+  GatewayDrainInputs in;
+  in.gatewayWanted = planned_->gateway;
+  if (const auto record = ownershipRecord(s)) {
+    in.ownsGatewayItem = std::find(record->cmsItems.begin(), record->cmsItems.end(),
+                                   kGatewayItem) != record->cmsItems.end();
+    in.recordedSince = record->drainSince;
   }
-  if (drainDone_ || !ownsGatewayItem(s)) return;
-  startDrain();
+  in.hasChassis = !s.systemId.empty();
+  in.sbSynced = s.sb.synced;
+  in.gatewayPorts = s.sb.gatewayPorts;
+  in.now = unixNow();
+  in.timeout = config_.drainTimeout;
+  const std::int64_t sinceBefore = drain_.since;
+  const GatewayDrainStep step = stepGatewayDrain(drain_, in);
+  drain_ = step.state;
+  reportDrain(step, s);
+  if (drain_.since != sinceBefore) armDrainTimer(in.now);
 }
 
-void ChassisReconciler::startDrain() {
-  const Snapshot& s = *snapshot_;
-  auto log = core::logger(kComponent);
-  if (config_.drainTimeout.count() == 0 || s.systemId.empty() ||
-      (s.sb.synced && s.sb.gatewayPorts.empty())) {
-    log->info("network role removed from node {}: clearing {} now ({})", nodeName_, kGatewayItem,
-              config_.drainTimeout.count() == 0 ? "drainTimeoutSeconds is 0"
-              : s.systemId.empty()              ? "no chassis name"
-                                                : "no router gateway is bound to this chassis");
-    drainDone_ = true;
-    return;
-  }
-  drainStarted_ = std::chrono::steady_clock::now();
-  reportedGatewayPorts_ = s.sb.gatewayPorts;
-  metrics_.gauge("okna_ovsdb_gateway_draining", "").set(1);
-  const std::string why = s.sb.synced ? std::to_string(s.sb.gatewayPorts.size()) +
-                                            " chassisredirect port(s) are bound to chassis " +
-                                            s.systemId + " (" + join(s.sb.gatewayPorts) + ")"
-                                      : "the Southbound DB" +
-                                            (s.sb.remote.empty() ? std::string(" (no ovn-remote)")
-                                                                 : " at " + s.sb.remote) +
-                                            " is not synced, so where the gateways are is unknown";
-  const std::string message = "network role removed while " + why + ": keeping " + kGatewayItem +
-                              " until they move, at most " +
-                              std::to_string(config_.drainTimeout.count()) + "s";
-  log->info("gateway drain of node {} started: {}", nodeName_, message);
-  event("Normal", "GatewayDrainStarted", message);
-  drainTimer_.expires_after(config_.drainTimeout);
+void ChassisReconciler::armDrainTimer(std::int64_t now) {
+  drainTimer_.cancel();
+  if (drain_.since == 0) return;
+  const std::int64_t left =
+      std::max<std::int64_t>(0, drain_.since + config_.drainTimeout.count() - now);
+  // The step compares whole seconds: 100 ms past the deadline it has surely passed.
+  drainTimer_.expires_after(std::chrono::seconds(left) + std::chrono::milliseconds(100));
   drainTimer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
-    if (ec || !*alive || !drainStarted_) return;
-    const auto& ports = snapshot_->sb.gatewayPorts;
-    finishDrain("timed out after " + std::to_string(config_.drainTimeout.count()) + "s" +
-                    (ports.empty() ? std::string() : " with " + join(ports) + " still bound"),
-                true);
+    if (ec || !*alive || drain_.since == 0) return;
+    evaluateDrain();
+    if (drain_.since != 0) armDrainTimer(unixNow());
+    submit();
   });
 }
 
-void ChassisReconciler::finishDrain(const std::string& how, bool timedOut) {
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - *drainStarted_).count();
-  drainStarted_.reset();
-  drainDone_ = true;
-  drainTimer_.cancel();
-  metrics_.gauge("okna_ovsdb_gateway_draining", "").set(0);
-  metrics_.histogram("okna_ovsdb_gateway_drain_seconds", "").observe(seconds);
-  const std::string message = fmt::format("gateway drain finished after {:.1f}s: {}; clearing {}",
-                                          seconds, how, kGatewayItem);
-  if (timedOut) {
-    core::logger(kComponent)->warn("node {}: {}", nodeName_, message);
-  } else {
-    core::logger(kComponent)->info("node {}: {}", nodeName_, message);
+void ChassisReconciler::reportDrain(const GatewayDrainStep& step, const Snapshot& s) {
+  using What = GatewayDrainStep::What;
+  auto log = core::logger(kComponent);
+  const std::string timeout = std::to_string(config_.drainTimeout.count()) + "s";
+  const std::string held = heldNetwork();
+  const std::string resumed = step.state.resumed
+                                  ? " (continuing the drain an earlier agent process started " +
+                                        std::to_string(step.elapsed) + "s ago)"
+                                  : "";
+  switch (step.what) {
+    case What::None:
+      break;
+    case What::NotNeeded:
+      log->info(
+          "network role removed from node {}: {} cleared, and the network it owns goes now "
+          "({})",
+          nodeName_, kGatewayItem, step.why);
+      break;
+    case What::Waiting:
+      metrics_.gauge("okna_ovsdb_gateway_draining", "").set(1);
+      reportedGatewayPorts_.clear();
+      log->info(
+          "gateway drain of node {}: {} cleared so that Neutron moves the router gateways; "
+          "the Southbound DB{} is not synced, so keeping {} until it shows no gateway bound "
+          "to chassis {}, at most {}{}",
+          nodeName_, kGatewayItem,
+          s.sb.remote.empty() ? std::string(" (no ovn-remote)") : " at " + s.sb.remote, held,
+          s.systemId, timeout, resumed);
+      break;
+    case What::Started: {
+      metrics_.gauge("okna_ovsdb_gateway_draining", "").set(1);
+      reportedGatewayPorts_ = s.sb.gatewayPorts;
+      const std::string message = "network role removed while " +
+                                  std::to_string(s.sb.gatewayPorts.size()) +
+                                  " chassisredirect port(s) are bound to chassis " + s.systemId +
+                                  " (" + join(s.sb.gatewayPorts) + "): " + kGatewayItem +
+                                  " cleared so that Neutron moves them; keeping " + held +
+                                  " until they leave, at most " + timeout + resumed;
+      log->info("gateway drain of node {} started: {}", nodeName_, message);
+      event("Normal", "GatewayDrainStarted", message);
+      break;
+    }
+    case What::Drained:
+    case What::TimedOut: {
+      metrics_.gauge("okna_ovsdb_gateway_draining", "").set(0);
+      const bool timedOut = step.what == What::TimedOut;
+      const std::string how = timedOut
+                                  ? "timed out after " + timeout +
+                                        (s.sb.gatewayPorts.empty()
+                                             ? std::string()
+                                             : " with " + join(s.sb.gatewayPorts) + " still bound")
+                                  : step.why;
+      const std::string message = fmt::format(
+          "gateway drain finished after {}s: {}; removing the bridge mappings, bridges and NIC "
+          "the Node no longer asks for",
+          step.elapsed, how);
+      if (timedOut || step.wasAnnounced)
+        metrics_.histogram("okna_ovsdb_gateway_drain_seconds", "")
+            .observe(static_cast<double>(step.elapsed));
+      if (timedOut) {
+        log->warn("node {}: {}", nodeName_, message);
+        event("Warning", "GatewayDrainTimedOut", message);
+      } else {
+        log->info("node {}: {}", nodeName_, message);
+        if (step.wasAnnounced) event("Normal", "GatewayDrained", message);
+      }
+      break;
+    }
+    case What::Cancelled:
+      metrics_.gauge("okna_ovsdb_gateway_draining", "").set(0);
+      log->info("node {}: network role is back; gateway drain cancelled", nodeName_);
+      break;
   }
-  event(timedOut ? "Warning" : "Normal", timedOut ? "GatewayDrainTimedOut" : "GatewayDrained",
-        message);
-  submit();
+  if (step.state.since != 0 && step.what == What::None && s.sb.synced &&
+      s.sb.gatewayPorts != reportedGatewayPorts_) {
+    reportedGatewayPorts_ = s.sb.gatewayPorts;
+    log->info("gateway drain of node {}: still bound to chassis {}: {}", nodeName_, s.systemId,
+              join(reportedGatewayPorts_));
+  }
 }
 
-void ChassisReconciler::cancelDrain() {
-  drainStarted_.reset();
-  drainTimer_.cancel();
-  metrics_.gauge("okna_ovsdb_gateway_draining", "").set(0);
-  core::logger(kComponent)
-      ->info("node {}: network role is back; gateway drain cancelled", nodeName_);
+std::string ChassisReconciler::heldNetwork() const {
+  if (!snapshot_) return "the network";
+  const auto record = ownershipRecord(*snapshot_);
+  if (!record || (record->mappings.empty() && record->bridges.empty() && record->ports.empty()))
+    return "the network (the agent owns no mapping, bridge or port)";
+  std::vector<std::string> parts;
+  if (!record->mappings.empty()) parts.push_back("bridge mappings " + join(record->mappings));
+  if (!record->bridges.empty()) parts.push_back("bridges " + join(record->bridges));
+  std::vector<std::string> ports;
+  for (const auto& [bridge, port] : record->ports) ports.push_back(bridge + "/" + port);
+  if (!ports.empty()) parts.push_back("ports " + join(ports));
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
+  return out;
 }
 
 void ChassisReconciler::updateMetrics(const Snapshot& previous, const Snapshot& s) {

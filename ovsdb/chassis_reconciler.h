@@ -3,20 +3,24 @@
 // Runs on the Asio loop thread; owns the IDL thread (idl_thread.h) and the planned gateway
 // failover (seed 000 § 3.2):
 //
-// When the network role goes away while this chassis still has the agent's enable-chassis-as-gw
-// item, the item (and the gateway's availability-zones) is kept until no chassisredirect
-// Port_Binding of the Southbound DB is bound to this chassis any more (the control plane moves
-// them once it sees the label change), or until OvsConfig::drainTimeout; then it is cleared.
-// While the Southbound DB is unknown or not synced the drain waits (it cannot tell that the
-// gateways have moved); with no system-id there is no chassis and nothing to drain. The wait is
-// reported in a log line, the okna_ovsdb_gateway_draining gauge, the
-// okna_ovsdb_gateway_drain_seconds histogram, and Node Events (GatewayDrainStarted,
-// GatewayDrained or GatewayDrainTimedOut). The decision is made from the database (the ownership
-// record), so an agent restarted mid-drain drains again rather than dropping the gateway.
+// The planned gateway failover, in the order Neutron ML2/OVN needs (gateway_drain.h): when the
+// network role goes away while the agent's enable-chassis-as-gw item is there, the item and the
+// AZ item are cleared at once (Neutron reschedules router gateways only once the flag is gone);
+// the bridge mappings, bridges and NIC the agent owns stay while a chassisredirect Port_Binding of
+// the Southbound DB is still bound to this chassis (the old chassis forwards until the new one
+// claims), at most OvsConfig::drainTimeout; then they go unless the Node still asks for them.
+// While the Southbound DB is unknown or not synced the hold waits (it cannot tell that the
+// gateways have moved); with no system-id there is no chassis and nothing to wait for. The
+// drain's start is kept in the ownership record, so a restarted agent continues the same drain.
+// Reported in log lines, the okna_ovsdb_gateway_draining gauge, the
+// okna_ovsdb_gateway_drain_seconds histogram and Node Events GatewayDrainStarted (once gateways
+// are known to be bound here), GatewayDrained (after a Started) or GatewayDrainTimedOut.
 //
 // Readiness component "ovsdb": connected and the first desired state applied.
 // Metrics: okna_ovsdb_transactions_total{result=success|unchanged|conflict|error},
-// okna_ovsdb_reconnects_total, okna_ovsdb_connected, okna_ovsdb_gateway_ports.
+// okna_ovsdb_reconnects_total, okna_ovsdb_connected, okna_ovsdb_gateway_ports,
+// okna_ovsdb_failed_interfaces (the agent's bridges and ports ovs-vswitchd failed to create:
+// also a Warning Event OvsInterfaceFailed and "not ready" with the error).
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -31,6 +35,8 @@
 
 #include "ovsdb/chassis_desired.h"
 #include "ovsdb/config.h"
+#include "ovsdb/gateway_drain.h"
+#include "ovsdb/host_nics.h"
 #include "ovsdb/idl_thread.h"
 
 namespace okna::core {
@@ -57,6 +63,9 @@ class ChassisReconciler {
   /** Stops the IDL thread and the drain timer; OVSDB is left as it is. */
   void stop();
 
+  /** Where the external NIC's safety check reads the host (default: LinuxHostNics). */
+  void setHostNics(std::unique_ptr<HostNics> nics) { hostNics_ = std::move(nics); }
+
   /** Called on the loop with every new snapshot, after this reconciler handled it. */
   using SnapshotListener = std::function<void(const Snapshot&)>;
   void setSnapshotListener(SnapshotListener listener) { listener_ = std::move(listener); }
@@ -68,14 +77,18 @@ class ChassisReconciler {
   const std::shared_ptr<const Snapshot>& snapshot() const { return snapshot_; }
   /** The desired state planned from the last update() (before the drain adjusts it). */
   const std::optional<DesiredChassis>& planned() const { return planned_; }
-  bool draining() const { return drainStarted_.has_value(); }
+  bool draining() const { return drain_.since != 0; }
+  /** The generation of the last desired state sent to the IDL thread (0: none yet). */
+  std::uint64_t submittedGeneration() const { return generation_; }
 
  private:
   void onSnapshot(std::shared_ptr<const Snapshot> snapshot);
+  void reportFailedInterfaces();
+  void updateHealth();
   void evaluateDrain();
-  void startDrain();
-  void finishDrain(const std::string& how, bool timedOut);
-  void cancelDrain();
+  void armDrainTimer(std::int64_t now);
+  void reportDrain(const GatewayDrainStep& step, const Snapshot& s);
+  std::string heldNetwork() const;
   void submit();
   void updateMetrics(const Snapshot& previous, const Snapshot& next);
   void event(const std::string& type, const std::string& reason, const std::string& message);
@@ -90,7 +103,10 @@ class ChassisReconciler {
   std::unique_ptr<IdlThread> thread_;
   std::string nodeName_;
   std::optional<DesiredChassis> planned_;
+  std::unique_ptr<HostNics> hostNics_ = std::make_unique<LinuxHostNics>();
   std::vector<ChassisWarning> reportedWarnings_;
+  // failedInterfaces() of the last snapshot (reported once each).
+  std::vector<std::string> failedInterfaces_;
   std::shared_ptr<const Snapshot> snapshot_;
   // The newest snapshot published by the IDL thread and not yet taken by the loop.
   std::mutex latestMutex_;
@@ -98,10 +114,9 @@ class ChassisReconciler {
   std::optional<DesiredChassis> submitted_;
   std::uint64_t generation_ = 0;
   bool ready_ = false;
-  // The planned failover: when it started, and whether it ended for this loss of the role.
+  // The planned failover (gateway_drain.h) and its deadline.
   boost::asio::steady_timer drainTimer_;
-  std::optional<std::chrono::steady_clock::time_point> drainStarted_;
-  bool drainDone_ = false;
+  GatewayDrainState drain_;
   std::vector<std::string> reportedGatewayPorts_;
   SnapshotListener listener_;
   std::optional<DesiredMetadataOvs> submittedMetadata_;

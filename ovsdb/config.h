@@ -20,8 +20,9 @@ struct OvsConfig {
   // The OVN Southbound database, read only to see where router gateways are bound. Empty: the
   // `ovn-remote` external_id of the local Open_vSwitch row (what ovn-controller itself uses).
   std::string sbRemote;
-  // How long a node losing the network role keeps `enable-chassis-as-gw` while chassisredirect
-  // ports are still bound to it. 0: clear it at once.
+  // How long a node losing the network role keeps the external network it owns (bridge mappings,
+  // bridges, NIC) while chassisredirect ports are still bound to it; enable-chassis-as-gw itself
+  // goes at once (gateway_drain.h). 0: no wait.
   std::chrono::seconds drainTimeout{120};
   // The bridge that gets the external NIC when no bridge mapping names one.
   std::string defaultExternalBridge = "br-ex";

@@ -47,6 +47,8 @@ okna_ovs_op_kind toGlue(OvsOp::Kind kind) {
       return OKNA_OVS_ADD_IFACE_PORT;
     case OvsOp::Kind::SetIfaceExternalIds:
       return OKNA_OVS_SET_IFACE_EXTERNAL_ID;
+    case OvsOp::Kind::SetBridgeDatapathType:
+      return OKNA_OVS_SET_BRIDGE_DATAPATH_TYPE;
   }
   return OKNA_OVS_SET_EXTERNAL_ID;
 }
@@ -70,6 +72,18 @@ ObservedOvs readObserved(okna_ovs_idl* idl) {
       idl,
       [](void* ctx, const char* bridge, const char* port) {
         static_cast<ObservedOvs*>(ctx)->bridges[bridge].ports.push_back(port);
+      },
+      &o);
+  okna_ovs_idl_foreach_iface_status(
+      idl,
+      [](void* ctx, const char* bridge, const char* port, const char*, int hasOfport,
+         long long ofport, const char* error) {
+        auto& b = static_cast<ObservedOvs*>(ctx)->bridges[bridge];
+        if (*error != '\0') {
+          b.failedPorts[port] = error;
+        } else if (hasOfport && ofport == -1) {
+          b.failedPorts[port] = "ofport -1 (ovs-vswitchd could not add it)";
+        }
       },
       &o);
   return o;

@@ -60,6 +60,9 @@ okna_ovs_idl* okna_ovs_idl_open_chassis(const char* remote) {
   ovsdb_idl_add_column(h->idl, &ovsrec_interface_col_name);
   ovsdb_idl_add_column(h->idl, &ovsrec_interface_col_type);
   ovsdb_idl_add_column(h->idl, &ovsrec_interface_col_external_ids);
+  /* Written by ovs-vswitchd: whether it could create the interface. */
+  ovsdb_idl_add_column(h->idl, &ovsrec_interface_col_error);
+  ovsdb_idl_add_column(h->idl, &ovsrec_interface_col_ofport);
   return h;
 }
 
@@ -91,6 +94,24 @@ void okna_ovs_idl_foreach_bridge_port(okna_ovs_idl* h, okna_ovs_port_cb cb, void
     const struct ovsrec_bridge* br = ovs->bridges[i];
     for (size_t j = 0; j < br->n_ports; j++) {
       cb(ctx, br->name, br->ports[j]->name);
+    }
+  }
+}
+
+void okna_ovs_idl_foreach_iface_status(okna_ovs_idl* h, okna_ovs_iface_status_cb cb, void* ctx) {
+  const struct ovsrec_open_vswitch* ovs = h ? ovsrec_open_vswitch_first(h->idl) : NULL;
+  if (!ovs || !cb) {
+    return;
+  }
+  for (size_t i = 0; i < ovs->n_bridges; i++) {
+    const struct ovsrec_bridge* br = ovs->bridges[i];
+    for (size_t j = 0; j < br->n_ports; j++) {
+      const struct ovsrec_port* port = br->ports[j];
+      for (size_t k = 0; k < port->n_interfaces; k++) {
+        const struct ovsrec_interface* iface = port->interfaces[k];
+        cb(ctx, br->name, port->name, iface->name, iface->n_ofport > 0,
+           iface->n_ofport > 0 ? iface->ofport[0] : 0, iface->error ? iface->error : "");
+      }
     }
   }
 }
@@ -270,6 +291,16 @@ okna_ovs_txn* okna_ovs_txn_start(okna_ovs_idl* h, const okna_ovs_op* ops, size_t
           ovsrec_interface_update_external_ids_setkey(port->interfaces[0], node->key, node->value);
         }
         smap_destroy(&kv);
+        break;
+      }
+      case OKNA_OVS_SET_BRIDGE_DATAPATH_TYPE: {
+        const struct ovsrec_bridge* br = find_bridge(ovs, op->a);
+        if (!br) {
+          ok = 0;
+          break;
+        }
+        ovsrec_bridge_verify_datapath_type(br);
+        ovsrec_bridge_set_datapath_type(br, op->b);
         break;
       }
       case OKNA_OVS_DEL_BRIDGE: {

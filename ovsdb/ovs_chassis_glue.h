@@ -30,7 +30,8 @@ void okna_poll_block(void);
 /* ---- Open_vSwitch: the chassis view ------------------------------------------------------ */
 
 /* Monitors Open_vSwitch{external_ids,bridges}, Bridge{name,datapath_type,ports}, Port{name,
- * interfaces} and Interface{name,type,external_ids}: nothing else is sent by the server. */
+ * interfaces} and Interface{name,type,external_ids,error,ofport}: nothing else is sent by the
+ * server. */
 okna_ovs_idl* okna_ovs_idl_open_chassis(const char* remote);
 int okna_ovs_idl_has_ever_connected(const okna_ovs_idl*);
 /* 1 once the Open_vSwitch root row exists in the replica. */
@@ -42,17 +43,25 @@ typedef void (*okna_ovs_port_cb)(void* ctx, const char* bridge, const char* port
 void okna_ovs_idl_foreach_bridge(okna_ovs_idl*, okna_ovs_bridge_cb cb, void* ctx);
 void okna_ovs_idl_foreach_bridge_port(okna_ovs_idl*, okna_ovs_port_cb cb, void* ctx);
 
+typedef void (*okna_ovs_iface_status_cb)(void* ctx, const char* bridge, const char* port,
+                                         const char* iface, int has_ofport, long long ofport,
+                                         const char* error);
+/* Every Interface of every bridge with what ovs-vswitchd made of it: its OpenFlow port (-1 when
+ * it failed; none before it tried) and Interface.error ("" when none). */
+void okna_ovs_idl_foreach_iface_status(okna_ovs_idl*, okna_ovs_iface_status_cb cb, void* ctx);
+
 typedef enum okna_ovs_op_kind {
-  OKNA_OVS_SET_EXTERNAL_ID,      /* a = key, b = value: partial map update (setkey) */
-  OKNA_OVS_DEL_EXTERNAL_ID,      /* a = key: partial map update (delkey), skipped if absent */
-  OKNA_OVS_ADD_BRIDGE,           /* a = bridge, b = datapath_type ("" = default): with its internal
-                                    port, like ovs-vsctl add-br */
-  OKNA_OVS_ADD_PORT,             /* a = bridge, b = port (a system interface) */
-  OKNA_OVS_DEL_PORT,             /* a = bridge, b = port */
-  OKNA_OVS_DEL_BRIDGE,           /* a = bridge (its ports go with it) */
-  OKNA_OVS_ADD_IFACE_PORT,       /* a = bridge, b = port (a system interface), c = the Interface's
-                                    external_ids as "k1=v1,k2=v2" (a metadata port: iface-id) */
-  OKNA_OVS_SET_IFACE_EXTERNAL_ID /* a = bridge, b = port/interface, c = "key=value" (setkey) */
+  OKNA_OVS_SET_EXTERNAL_ID,       /* a = key, b = value: partial map update (setkey) */
+  OKNA_OVS_DEL_EXTERNAL_ID,       /* a = key: partial map update (delkey), skipped if absent */
+  OKNA_OVS_ADD_BRIDGE,            /* a = bridge, b = datapath_type ("" = default): with its internal
+                                     port, like ovs-vsctl add-br */
+  OKNA_OVS_ADD_PORT,              /* a = bridge, b = port (a system interface) */
+  OKNA_OVS_DEL_PORT,              /* a = bridge, b = port */
+  OKNA_OVS_DEL_BRIDGE,            /* a = bridge (its ports go with it) */
+  OKNA_OVS_ADD_IFACE_PORT,        /* a = bridge, b = port (a system interface), c = the Interface's
+                                     external_ids as "k1=v1,k2=v2" (a metadata port: iface-id) */
+  OKNA_OVS_SET_IFACE_EXTERNAL_ID, /* a = bridge, b = port/interface, c = "key=value" (setkey) */
+  OKNA_OVS_SET_BRIDGE_DATAPATH_TYPE /* a = bridge, b = datapath_type (verified) */
 } okna_ovs_op_kind;
 
 typedef struct okna_ovs_op {

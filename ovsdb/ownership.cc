@@ -20,6 +20,7 @@ std::string formatOwnership(const OwnershipRecord& r) {
     for (const auto& [bridge, port] : r.ports) ports.push_back({bridge, port});
     out["ports"] = ports;
   }
+  if (r.drainSince != 0) out["drain"] = r.drainSince;
   return out.dump();
 }
 
@@ -47,6 +48,11 @@ core::Result<OwnershipRecord> parseOwnership(const std::string& text) {
         return core::makeError("ports: expected [bridge, port] pairs");
       r.ports.emplace_back(p[0].get<std::string>(), p[1].get<std::string>());
     }
+  }
+  if (doc.contains("drain")) {
+    if (!doc["drain"].is_number_integer() || doc["drain"].get<std::int64_t>() <= 0)
+      return core::makeError("drain: expected a positive integer (unix seconds)");
+    r.drainSince = doc["drain"].get<std::int64_t>();
   }
   return r;
 }

@@ -5,8 +5,9 @@
 // agent removes exactly what it added, and never what an operator or another tool set before it.
 //
 //   {"v":1,"cms":["enable-chassis-as-gw"],"mappings":["physnet1:br-ex"],
-//    "keys":["ovn-cms-options"],"bridges":["br-ex"],"ports":[["br-ex","bond1"]]}
+//    "keys":["ovn-cms-options"],"bridges":["br-ex"],"ports":[["br-ex","bond1"]],"drain":1700000000}
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,10 +30,13 @@ struct OwnershipRecord {
   std::vector<std::string> bridges;
   // {bridge, port} the agent added (only these are ever removed).
   std::vector<std::pair<std::string, std::string>> ports;
+  // When the running planned gateway failover started (unix seconds; 0: none), so that a new
+  // agent process continues it (gateway_drain.h).
+  std::int64_t drainSince = 0;
 
   bool empty() const {
     return cmsItems.empty() && mappings.empty() && createdKeys.empty() && bridges.empty() &&
-           ports.empty();
+           ports.empty() && drainSince == 0;
   }
   bool operator==(const OwnershipRecord&) const = default;
 };

@@ -68,6 +68,16 @@ class ChassisReconcilerTest : public ::testing::Test {
     return false;
   }
 
+  std::string readinessDetail() const {
+    for (const auto& c : health_.readiness())
+      if (c.name == "ovsdb") return c.detail;
+    return "";
+  }
+  static bool converged(const ChassisReconciler& r) {
+    return r.snapshot() && r.submittedGeneration() > 0 &&
+           r.snapshot()->convergedGeneration == r.submittedGeneration();
+  }
+
   std::string metricsText() const { return metrics_.render(); }
 
   boost::asio::io_context io_;
@@ -232,6 +242,64 @@ TEST_F(ChassisReconcilerTest, InvalidMappingsApplyNothingForThatKeyAndWarn) {
   ASSERT_EQ(r->planned()->warnings.size(), 1u);
   EXPECT_NE(r->planned()->warnings[0].message.find("\"physnet1:br-ex,physnet2\""),
             std::string::npos);
+}
+
+// Last good: one typo in a working node's inputs must not take its external network away.
+TEST_F(ChassisReconcilerTest, MalformedInputsKeepWhatIsAppliedAndSaySoInReadiness) {
+  auto r = make();
+  const k8s::StringMap labels{{kExternalNicKey, "bond1"}, {"topology.kubernetes.io/zone", "az1"}};
+  r->update(node(labels, {{kBridgeMappingsKey, "physnet1:br-ex"}}), {"network"});
+  ASSERT_TRUE(loop_.runUntil([&] {
+    return externalId(*ovs_, "ovn-bridge-mappings") == "physnet1:br-ex" &&
+           ports(*ovs_, "br-ex") == Strings{"bond1"} && ready();
+  }));
+  // Typos in all three inputs at once.
+  r->update(
+      node({{kExternalNicKey, "bond1-with-a-long-name"}, {"topology.kubernetes.io/zone", "a,b"}},
+           {{kBridgeMappingsKey, "physnet1:br-ex,physnet2"}}),
+      {"network"});
+  ASSERT_TRUE(loop_.runUntil([&] { return converged(*r); }));
+  EXPECT_EQ(externalId(*ovs_, "ovn-bridge-mappings"), "physnet1:br-ex");
+  EXPECT_EQ(ports(*ovs_, "br-ex"), Strings{"bond1"});
+  EXPECT_EQ(externalId(*ovs_, "ovn-cms-options"),
+            kForeignCms + ",enable-chassis-as-gw,availability-zones=az1");
+  EXPECT_TRUE(ready()) << "a node that still works stays ready";
+  const std::string detail = readinessDetail();
+  EXPECT_NE(detail.find("InvalidBridgeMappings"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("InvalidExternalNic"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("InvalidZone"), std::string::npos) << detail;
+  // Fixed: the new values apply and the detail clears.
+  r->update(node({{kExternalNicKey, "bond2"}, {"topology.kubernetes.io/zone", "az2"}},
+                 {{kBridgeMappingsKey, "physnet2:br-vlan"}}),
+            {"network"});
+  ASSERT_TRUE(loop_.runUntil([&] {
+    return externalId(*ovs_, "ovn-bridge-mappings") == "physnet2:br-vlan" &&
+           ports(*ovs_, "br-vlan") == Strings{"bond2"} && !bridgeExists(*ovs_, "br-ex");
+  }));
+  EXPECT_EQ(readinessDetail().find("Invalid"), std::string::npos) << readinessDetail();
+}
+
+TEST_F(ChassisReconcilerTest, BridgesFollowOvnBridgeDatapathTypeAndAreRepaired) {
+  ovs_->vsctl({"set", "Open_vSwitch", ".", "external_ids:ovn-bridge-datapath-type=netdev"});
+  ovs_->vsctl({"set", "Bridge", "br-int", "datapath_type=system"});
+  auto r = make();
+  r->update(node({}, {{kBridgeMappingsKey, "physnet1:br-ex"}}), {"network"});
+  ASSERT_TRUE(loop_.runUntil([&] { return bridgeExists(*ovs_, "br-ex") && converged(*r); }));
+  EXPECT_EQ(ovs_->vsctl({"get", "Bridge", "br-ex", "datapath_type"}), "netdev");
+  // Someone changes the agent's bridge: repaired.
+  ovs_->vsctl({"set", "Bridge", "br-ex", "datapath_type=system"});
+  ASSERT_TRUE(loop_.runUntil([&] {
+    return ovs_->vsctl({"get", "Bridge", "br-ex", "datapath_type"}) == "netdev";
+  }));
+}
+
+TEST_F(ChassisReconcilerTest, NoBridgeForAMappingAForeignEntryBlocks) {
+  ovs_->vsctl({"set", "Open_vSwitch", ".", "external_ids:ovn-bridge-mappings=\"physnet1:br-op\""});
+  auto r = make();
+  r->update(node({}, {{kBridgeMappingsKey, "physnet1:br-ex,physnet2:br-vlan"}}), {"network"});
+  ASSERT_TRUE(loop_.runUntil([&] { return converged(*r) && bridgeExists(*ovs_, "br-vlan"); }));
+  EXPECT_FALSE(bridgeExists(*ovs_, "br-ex"));
+  EXPECT_EQ(externalId(*ovs_, "ovn-bridge-mappings"), "physnet1:br-op,physnet2:br-vlan");
 }
 
 }  // namespace

@@ -1,21 +1,49 @@
 // The planned gateway failover against a REAL Open_vSwitch ovsdb-server and a REAL OVN
-// Southbound ovsdb-server: enable-chassis-as-gw stays while a chassisredirect Port_Binding is
-// bound to this chassis, and goes when it moves, or at the timeout.
+// Southbound ovsdb-server, in the order Neutron ML2/OVN needs: enable-chassis-as-gw (and the
+// AZ item) goes at once, so that Neutron reschedules the router gateways; the bridge mappings,
+// bridges and NIC stay while a chassisredirect Port_Binding is still bound to this chassis (up to
+// the drain timeout); then they go. The drain's start is kept in the ownership record, so a new
+// agent process continues the same drain.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "core/health.h"
 #include "core/metrics.h"
+#include "k8s/events.h"
 #include "ovsdb/chassis_reconciler.h"
+#include "ovsdb/ownership.h"
+#include "tests/fakes/fake_http_client.h"
 #include "tests/integration/ovsdb/ovs_test_util.h"
 
 namespace okna::ovsdb {
 namespace {
 
 using namespace std::chrono_literals;
+using okna::testing::bridgeExists;
 using okna::testing::externalId;
 using okna::testing::LoopRunner;
 using okna::testing::metricValue;
 using okna::testing::OvsdbServer;
+using okna::testing::ports;
+using Strings = std::vector<std::string>;
+
+k8s::ClusterConfig cluster() {
+  k8s::ClusterConfig c;
+  c.server = "https://api:6443";
+  c.token = k8s::TokenSource::literal("tok");
+  return c;
+}
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
 
 class GatewayDrainTest : public ::testing::Test {
  protected:
@@ -47,10 +75,19 @@ class GatewayDrainTest : public ::testing::Test {
     c.enabled = true;
     c.remote = ovs_->remote();
     c.drainTimeout = drain;
-    return std::make_unique<ChassisReconciler>(io_, c, metrics_, health_, nullptr);
+    return std::make_unique<ChassisReconciler>(io_, c, metrics_, health_, &events_);
   }
 
-  static k8s::NodeInfo node() {
+  // A gateway node: the network role, a zone, a bridge mapping and the external NIC.
+  static k8s::NodeInfo gatewayNode() {
+    k8s::NodeInfo n;
+    n.name = "net-1";
+    n.labels = {{"topology.kubernetes.io/zone", "az1"}, {kExternalNicKey, "bond1"}};
+    n.annotations = {{kBridgeMappingsKey, "physnet1:br-ex"}};
+    return n;
+  }
+  // The same node once the operator took the network role and its inputs away.
+  static k8s::NodeInfo plainNode() {
     k8s::NodeInfo n;
     n.name = "net-1";
     n.labels = {{"topology.kubernetes.io/zone", "az1"}};
@@ -61,11 +98,39 @@ class GatewayDrainTest : public ::testing::Test {
     return externalId(*ovs_, "ovn-cms-options").value_or("").find("enable-chassis-as-gw") !=
            std::string::npos;
   }
+  bool networkKept() const {
+    return externalId(*ovs_, "ovn-bridge-mappings") == "physnet1:br-ex" &&
+           ports(*ovs_, "br-ex") == Strings{"bond1"};
+  }
+  bool networkGone() const {
+    return !externalId(*ovs_, "ovn-bridge-mappings") && !bridgeExists(*ovs_, "br-ex");
+  }
+  std::int64_t recordedDrain() const {
+    auto r = parseOwnership(externalId(*ovs_, kOwnershipKey).value_or("{}"));
+    return r ? r->drainSince : -1;
+  }
 
   // The reconciler sees the binding on its chassis (SB synced).
   bool seesGateway(const ChassisReconciler& r) const {
     return r.snapshot() && r.snapshot()->sb.synced &&
            r.snapshot()->sb.gatewayPorts == std::vector<std::string>{"cr-lrp-ext"};
+  }
+  bool converged(const ChassisReconciler& r) const {
+    return r.snapshot() && r.snapshot()->convergedGeneration > 0 &&
+           r.snapshot()->convergedGeneration == r.submittedGeneration();
+  }
+
+  // The reasons of the Events created so far.
+  Strings eventReasons() const {
+    Strings out;
+    for (const auto& p : http_.all())
+      if (p->request.method == "POST")
+        out.push_back(nlohmann::json::parse(p->request.body)["reason"].get<std::string>());
+    return out;
+  }
+  bool recorded(const std::string& reason) const {
+    const auto r = eventReasons();
+    return std::find(r.begin(), r.end(), reason) != r.end();
   }
 
   double metric(const std::string& sample) const { return metricValue(metrics_.render(), sample); }
@@ -74,86 +139,142 @@ class GatewayDrainTest : public ::testing::Test {
   LoopRunner loop_{io_};
   core::MetricsRegistry metrics_;
   core::HealthRegistry health_;
+  okna::testing::FakeHttpClient http_;
+  k8s::ApiClient api_{http_, cluster()};
+  k8s::EventRecorder events_{api_, {"net-1", "uid-1", "openkeel-node-agent"}};
   std::unique_ptr<OvsdbServer> ovs_;
   std::unique_ptr<OvsdbServer> sb_;
   std::string binding_;
 };
 
-TEST_F(GatewayDrainTest, WaitsWhileTheGatewayIsBoundHereAndProceedsWhenItMoves) {
+TEST_F(GatewayDrainTest, FlagGoesAtOnceNetworkStaysWhileTheGatewayIsBoundHereThenGoes) {
   auto r = make(60s);
-  r->update(node(), {"network"});
-  ASSERT_TRUE(loop_.runUntil([&] { return gatewayItemSet() && seesGateway(*r); }));
+  r->update(gatewayNode(), {"network"});
+  ASSERT_TRUE(loop_.runUntil([&] { return gatewayItemSet() && networkKept() && seesGateway(*r); }));
   EXPECT_EQ(metric("okna_ovsdb_gateway_ports"), 1);
 
-  r->update(node(), {"compute"});
-  loop_.runFor(1500ms);
+  // The role and its inputs go. Neutron moves gateways only once the flag is gone: the flag and
+  // the AZ go in the first transaction, the mappings, bridge and NIC stay.
+  r->update(plainNode(), {"compute"});
+  ASSERT_TRUE(loop_.runUntil([&] { return !externalId(*ovs_, "ovn-cms-options"); }));
+  EXPECT_TRUE(networkKept()) << "the old chassis must keep forwarding until the new one claims";
   EXPECT_TRUE(r->draining());
-  EXPECT_TRUE(gatewayItemSet()) << "cleared while a gateway is still bound here";
-  EXPECT_EQ(externalId(*ovs_, "ovn-cms-options"), "enable-chassis-as-gw,availability-zones=az1");
+  EXPECT_GT(recordedDrain(), 0);
   EXPECT_EQ(metric("okna_ovsdb_gateway_draining"), 1);
+  ASSERT_TRUE(loop_.runUntil([&] { return recorded("GatewayDrainStarted"); }));
+  loop_.runFor(1000ms);
+  EXPECT_TRUE(networkKept()) << "removed while a gateway is still bound here";
 
-  // The control plane moves the gateway to chassis-2.
-  const auto moved = std::chrono::steady_clock::now();
+  // The control plane moves the gateway to chassis-2: the network goes, the record forgets the
+  // drain.
   sb_->sbctl({"set", "Port_Binding", binding_, "chassis=" + chassisUuid("chassis-2")});
-  ASSERT_TRUE(loop_.runUntil([&] { return !externalId(*ovs_, "ovn-cms-options"); }, 10s));
-  EXPECT_LT(std::chrono::steady_clock::now() - moved, 5s);
+  ASSERT_TRUE(loop_.runUntil([&] { return networkGone(); }));
+  ASSERT_TRUE(loop_.runUntil([&] { return !externalId(*ovs_, kOwnershipKey); }));
   EXPECT_FALSE(r->draining());
   EXPECT_EQ(metric("okna_ovsdb_gateway_draining"), 0);
   EXPECT_EQ(metric("okna_ovsdb_gateway_drain_seconds_count"), 1);
+  EXPECT_EQ(eventReasons(), (Strings{"GatewayDrainStarted", "GatewayDrained"}));
 }
 
-TEST_F(GatewayDrainTest, ProceedsAtTheTimeoutWhenTheGatewayStays) {
+TEST_F(GatewayDrainTest, NetworkGoesAtTheTimeoutWhenTheGatewayStays) {
   auto r = make(3s);
-  r->update(node(), {"network"});
-  ASSERT_TRUE(loop_.runUntil([&] { return gatewayItemSet() && seesGateway(*r); }));
-  const auto removed = std::chrono::steady_clock::now();
-  r->update(node(), {});
-  ASSERT_TRUE(loop_.runUntil([&] { return !gatewayItemSet(); }, 15s));
-  const auto waited = std::chrono::steady_clock::now() - removed;
-  EXPECT_GE(waited, 2900ms);
-  EXPECT_LT(waited, 8s);
+  r->update(gatewayNode(), {"network"});
+  ASSERT_TRUE(loop_.runUntil([&] { return gatewayItemSet() && networkKept() && seesGateway(*r); }));
+  r->update(plainNode(), {});
+  ASSERT_TRUE(loop_.runUntil([&] { return !gatewayItemSet(); }));
+  EXPECT_TRUE(networkKept());
+  ASSERT_TRUE(loop_.runUntil([&] { return networkGone(); }, 15s));
   EXPECT_EQ(metric("okna_ovsdb_gateway_drain_seconds_count"), 1);
+  ASSERT_TRUE(loop_.runUntil([&] { return recorded("GatewayDrainTimedOut"); }));
+  EXPECT_FALSE(recorded("GatewayDrained"));
 }
 
-TEST_F(GatewayDrainTest, NoGatewayBoundHereMeansNoWait) {
+TEST_F(GatewayDrainTest, NoGatewayBoundHereMeansNoWaitAndNoEvents) {
   sb_->sbctl({"clear", "Port_Binding", binding_, "chassis"});
   auto r = make(60s);
-  r->update(node(), {"network"});
+  r->update(gatewayNode(), {"network"});
   ASSERT_TRUE(loop_.runUntil([&] {
-    return gatewayItemSet() && r->snapshot()->sb.synced && r->snapshot()->sb.gatewayPorts.empty();
+    return gatewayItemSet() && networkKept() && r->snapshot()->sb.synced &&
+           r->snapshot()->sb.gatewayPorts.empty();
   }));
-  r->update(node(), {});
-  ASSERT_TRUE(loop_.runUntil([&] { return !gatewayItemSet(); }, 5s));
+  r->update(plainNode(), {});
+  ASSERT_TRUE(loop_.runUntil([&] { return !gatewayItemSet() && networkGone(); }, 5s));
+  loop_.runFor(300ms);
   EXPECT_EQ(metric("okna_ovsdb_gateway_drain_seconds_count"), 0);
+  EXPECT_EQ(eventReasons(), Strings{}) << "no GatewayDrainStarted/GatewayDrained pair";
+}
+
+TEST_F(GatewayDrainTest, ANewProcessWithNothingBoundHereRecordsNoDrainEvents) {
+  sb_->sbctl({"clear", "Port_Binding", binding_, "chassis"});
+  {
+    auto first = make(60s);
+    first->update(gatewayNode(), {"network"});
+    ASSERT_TRUE(loop_.runUntil([&] { return gatewayItemSet() && networkKept(); }));
+  }
+  // Restarted without the role: its first snapshots come before the SB is synced; it must not
+  // announce a drain it does not know is needed.
+  auto second = make(60s);
+  second->update(plainNode(), {});
+  ASSERT_TRUE(loop_.runUntil([&] { return !gatewayItemSet() && networkGone(); }, 10s));
+  loop_.runFor(300ms);
+  EXPECT_EQ(eventReasons(), Strings{});
 }
 
 TEST_F(GatewayDrainTest, RoleBackDuringTheDrainCancelsIt) {
   auto r = make(60s);
-  r->update(node(), {"network"});
-  ASSERT_TRUE(loop_.runUntil([&] { return gatewayItemSet() && seesGateway(*r); }));
-  r->update(node(), {});
-  ASSERT_TRUE(loop_.runUntil([&] { return r->draining(); }));
-  r->update(node(), {"network"});
+  r->update(gatewayNode(), {"network"});
+  ASSERT_TRUE(loop_.runUntil([&] { return gatewayItemSet() && networkKept() && seesGateway(*r); }));
+  r->update(plainNode(), {});
+  ASSERT_TRUE(loop_.runUntil([&] { return r->draining() && !gatewayItemSet(); }));
+  r->update(gatewayNode(), {"network"});
   EXPECT_FALSE(r->draining());
+  ASSERT_TRUE(loop_.runUntil([&] { return gatewayItemSet() && recordedDrain() == 0; }));
   sb_->sbctl({"clear", "Port_Binding", binding_, "chassis"});
   loop_.runFor(1000ms);
   EXPECT_TRUE(gatewayItemSet());
+  EXPECT_TRUE(networkKept());
 }
 
-TEST_F(GatewayDrainTest, ANewAgentProcessDrainsToo) {
+TEST_F(GatewayDrainTest, ANewAgentProcessContinuesTheSameDrain) {
+  std::int64_t started = 0;
   {
     auto first = make(60s);
-    first->update(node(), {"network"});
+    first->update(gatewayNode(), {"network"});
     ASSERT_TRUE(loop_.runUntil([&] { return gatewayItemSet() && seesGateway(*first); }));
+    first->update(plainNode(), {});
+    ASSERT_TRUE(loop_.runUntil([&] { return recordedDrain() > 0 && !gatewayItemSet(); }));
+    started = recordedDrain();
   }
-  // Restarted without the role: the ownership record says the item is the agent's, so the new
-  // process drains rather than dropping the gateway at once.
+  // Restarted, still without the role: the same drain, not a new one.
   auto second = make(60s);
-  second->update(node(), {});
-  ASSERT_TRUE(loop_.runUntil([&] { return second->draining(); }));
-  EXPECT_TRUE(gatewayItemSet());
+  second->update(plainNode(), {});
+  ASSERT_TRUE(loop_.runUntil([&] { return second->draining() && converged(*second); }));
+  EXPECT_EQ(recordedDrain(), started);
+  EXPECT_TRUE(networkKept());
   sb_->sbctl({"clear", "Port_Binding", binding_, "chassis"});
-  ASSERT_TRUE(loop_.runUntil([&] { return !gatewayItemSet(); }, 10s));
+  ASSERT_TRUE(loop_.runUntil([&] { return networkGone(); }, 10s));
+}
+
+TEST_F(GatewayDrainTest, TheTimeoutCountsFromTheRecordedStart) {
+  {
+    auto first = make(60s);
+    first->update(gatewayNode(), {"network"});
+    ASSERT_TRUE(loop_.runUntil([&] { return gatewayItemSet() && seesGateway(*first); }));
+    first->update(plainNode(), {});
+    ASSERT_TRUE(loop_.runUntil([&] { return recordedDrain() > 0 && !gatewayItemSet(); }));
+  }
+  // The drain began 58 s before this process starts (its record says so): 2 s are left of the
+  // 60, not 60 more.
+  auto record = parseOwnership(externalId(*ovs_, kOwnershipKey).value());
+  ASSERT_TRUE(record.ok());
+  record->drainSince -= 58;
+  ovs_->vsctl(
+      {"set", "Open_vSwitch", ".",
+       std::string("external_ids:") + kOwnershipKey + "=" + quoted(formatOwnership(*record))});
+  auto second = make(60s);
+  second->update(plainNode(), {});
+  ASSERT_TRUE(loop_.runUntil([&] { return networkGone(); }, 20s));
+  ASSERT_TRUE(loop_.runUntil([&] { return recorded("GatewayDrainTimedOut"); }));
 }
 
 }  // namespace

@@ -94,6 +94,41 @@ TEST(PlanChassis, AnnotationWinsOverTheLabel) {
                   .warnings.empty());
 }
 
+// Last good: a malformed value never tears down a working mapping; the diff keeps what the
+// agent applied (keepOwnedMappings) until the value is fixed.
+TEST(PlanChassis, MalformedMappingsKeepWhatIsAppliedNow) {
+  for (const auto& n : {node({}, {{kBridgeMappingsKey, "physnet1:br-ex,physnet2"}}),
+                        node({{kBridgeMappingsKey, "physnet1_xbr-ex"}}),
+                        node({}, {{kBridgeMappingsKey, "a:br-ex,b:br-ex"}})}) {
+    const DesiredChassis d = planChassis({}, n, kCompute);
+    EXPECT_TRUE(d.keepOwnedMappings);
+    EXPECT_FALSE(d.keepOwnedPorts);
+    ASSERT_EQ(d.warnings.size(), 1u);
+    EXPECT_EQ(d.warnings[0].reason, "InvalidBridgeMappings");
+    EXPECT_NE(d.warnings[0].message.find("the mappings applied now stay"), std::string::npos)
+        << d.warnings[0].message;
+  }
+  EXPECT_FALSE(planChassis({}, node({}, {{kBridgeMappingsKey, "physnet1:br-ex"}}), kCompute)
+                   .keepOwnedMappings);
+}
+
+TEST(PlanChassis, BadZoneIsRefusedNotSplitAndTheAppliedZoneStays) {
+  for (const std::string& zone :
+       std::vector<std::string>{"az1,az2", "az1:az2", "a=b", "a b", std::string(256, 'z')}) {
+    const DesiredChassis d =
+        planChassis({}, node({{"topology.kubernetes.io/zone", zone}}), kNetwork);
+    EXPECT_EQ(d.cmsItems(), std::vector<std::string>{"enable-chassis-as-gw"}) << zone;
+    EXPECT_TRUE(d.keepOwnedZone) << zone;
+    ASSERT_EQ(d.warnings.size(), 1u) << zone;
+    EXPECT_EQ(d.warnings[0].reason, "InvalidZone");
+    EXPECT_NE(d.warnings[0].message.find("topology.kubernetes.io/zone"), std::string::npos);
+  }
+  const DesiredChassis good =
+      planChassis({}, node({{"topology.kubernetes.io/zone", "eu-west_1.a"}}), kNetwork);
+  EXPECT_FALSE(good.keepOwnedZone);
+  EXPECT_TRUE(good.warnings.empty());
+}
+
 TEST(PlanChassis, MalformedAnnotationAppliesNoMappingNotEvenTheLabel) {
   const DesiredChassis d = planChassis({},
                                        node({{kBridgeMappingsKey, "physnet1_cbr-ex"}},
@@ -131,13 +166,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadMapping{"p=1:br-ex", "physical network"}, BadMapping{"physnet1:", "bridge \"\""},
         BadMapping{"physnet1:br-ex-with-long-name", "bridge \"br-ex-with-long-name\""},
         BadMapping{"physnet1:br/ex", "bridge"},
-        BadMapping{"physnet1:br-ex,physnet1:br-vlan", "mapped twice"}));
+        BadMapping{"physnet1:br-ex,physnet1:br-vlan", "mapped twice"},
+        // neutron_lib's parse_mappings(unique_values=True): a bridge serves one physnet.
+        BadMapping{"a:br-ex,b:br-ex", "bridge \"br-ex\" is not unique"}));
 
 TEST(ParseBridgeMappings, GoodValues) {
   EXPECT_TRUE(parseBridgeMappings("")->empty());
   EXPECT_EQ(parseBridgeMappings("datacentre:br-ex")->size(), 1u);
-  // Two physnets on one bridge are allowed (ovn-controller accepts it).
-  EXPECT_EQ(parseBridgeMappings("a:br-ex,b:br-ex")->size(), 2u);
+  EXPECT_EQ(parseBridgeMappings("a:br-ex,b:br-vlan")->size(), 2u);
 }
 
 TEST(MappingsLabel, EncodingRoundTripsAndIsAValidLabelValue) {
@@ -184,7 +220,50 @@ TEST(PlanChassis, BadExternalNicIsAWarningAndNoPort) {
     EXPECT_TRUE(d.bridges.empty()) << nic;
     ASSERT_EQ(d.warnings.size(), 1u) << nic;
     EXPECT_EQ(d.warnings[0].reason, "InvalidExternalNic");
+    EXPECT_TRUE(d.keepOwnedPorts) << nic;  // the NIC plugged now stays
   }
+}
+
+// The external NIC must not take the node off the network: refused when it carries the default
+// route or the InternalIP, unless the operator says the address moves with it.
+TEST(GuardExternalNic, RefusesANicCarryingTheDefaultRouteOrTheInternalIp) {
+  k8s::NodeInfo n = node({{kExternalNicKey, "eth0"}}, {{kBridgeMappingsKey, "physnet1:br-ex"}});
+  n.internalIps = {"10.0.0.5"};
+  struct Case {
+    NicFacts facts;
+    const char* why;
+  };
+  for (const auto& c :
+       {Case{{true, {}}, "the host's default route"},
+        Case{{false, {"192.0.2.1", "10.0.0.5"}}, "the node's InternalIP 10.0.0.5"}}) {
+    DesiredChassis d = planChassis({}, n, kNetwork);
+    guardExternalNic(d, n, c.facts);
+    EXPECT_EQ(d.bridges, (std::vector<DesiredBridge>{{"br-ex", {}}})) << c.why;
+    EXPECT_TRUE(d.keepOwnedPorts);
+    ASSERT_EQ(d.warnings.size(), 1u);
+    EXPECT_EQ(d.warnings[0].reason, "UnsafeExternalNic");
+    EXPECT_NE(d.warnings[0].message.find(c.why), std::string::npos) << d.warnings[0].message;
+    EXPECT_NE(d.warnings[0].message.find(kExternalNicAddressMovesKey), std::string::npos);
+  }
+  // Without a mapping the default bridge existed only for the NIC: it goes too.
+  k8s::NodeInfo bare = node({{kExternalNicKey, "eth0"}});
+  DesiredChassis d = planChassis({}, bare, kNetwork);
+  guardExternalNic(d, bare, {true, {}});
+  EXPECT_TRUE(d.bridges.empty());
+}
+
+TEST(GuardExternalNic, AllowsASafeNicOrAnExplicitMove) {
+  k8s::NodeInfo n = node({{kExternalNicKey, "eth1"}}, {{kBridgeMappingsKey, "physnet1:br-ex"}});
+  n.internalIps = {"10.0.0.5"};
+  DesiredChassis safe = planChassis({}, n, kNetwork);
+  guardExternalNic(safe, n, {false, {"192.0.2.1"}});
+  EXPECT_EQ(safe.bridges, (std::vector<DesiredBridge>{{"br-ex", {"eth1"}}}));
+  EXPECT_TRUE(safe.warnings.empty());
+  n.annotations[kExternalNicAddressMovesKey] = "true";
+  DesiredChassis moved = planChassis({}, n, kNetwork);
+  guardExternalNic(moved, n, {true, {"10.0.0.5"}});
+  EXPECT_EQ(moved.bridges, (std::vector<DesiredBridge>{{"br-ex", {"eth1"}}}));
+  EXPECT_TRUE(moved.warnings.empty());
 }
 
 TEST(PlanChassis, EverythingTogether) {

@@ -2,6 +2,7 @@
 // ownership across restarts, conflicts, drift repair, and convergence (applying the ops to a
 // simulated database leaves nothing to do).
 #include "ovsdb/chassis_diff.h"
+#include "ovsdb/ownership.h"
 
 #include <gtest/gtest.h>
 
@@ -30,6 +31,9 @@ ObservedOvs apply(ObservedOvs db, const ChassisOps& ops) {
         db.bridges.at(op.a).ports.push_back(op.b);
         break;
       case Kind::SetIfaceExternalIds:
+        break;
+      case Kind::SetBridgeDatapathType:
+        db.bridges.at(op.a).datapathType = op.b;
         break;
       case Kind::DeletePort: {
         auto& ports = db.bridges.at(op.a).ports;
@@ -201,6 +205,42 @@ TEST(DiffChassis, MappingsCreateBridgesWithBrIntsDatapathType) {
   }());
 }
 
+TEST(DiffChassis, DatapathTypeFollowsOvnBridgeDatapathTypeThenBrInt) {
+  ObservedOvs db = emptyDb();
+  db.bridges["br-int"].datapathType = "system";
+  db.externalIds["ovn-bridge-datapath-type"] = "netdev";  // what ovn-controller uses for br-int
+  const DesiredChassis d = mappings({{"physnet1", "br-ex"}});
+  EXPECT_EQ(diffChassis(d, db).ops[0], (OvsOp{Kind::AddBridge, "br-ex", "netdev"}));
+  // The integration bridge named by external_ids:ovn-bridge.
+  ObservedOvs other = emptyDb();
+  other.externalIds["ovn-bridge"] = "br-int2";
+  other.bridges["br-int2"] = {"netdev", {"br-int2"}};
+  EXPECT_EQ(diffChassis(d, other).ops[0], (OvsOp{Kind::AddBridge, "br-ex", "netdev"}));
+}
+
+TEST(DiffChassis, OwnedBridgeWithAnotherDatapathTypeIsRepairedForeignOneIsNot) {
+  ObservedOvs db = emptyDb();
+  const DesiredChassis d = mappings({{"physnet1", "br-ex"}, {"physnet2", "br-op"}});
+  db.bridges["br-op"] = {"", {"br-op"}};  // an operator's bridge
+  db = converge(d, db);                   // br-ex created as system ("" like br-int)
+  // ovn-controller is reconfigured for the userspace datapath.
+  db.bridges["br-int"].datapathType = "netdev";
+  const ChassisOps ops = diffChassis(d, db);
+  ASSERT_EQ(ops.ops.size(), 1u);
+  EXPECT_EQ(ops.ops[0], (OvsOp{Kind::SetBridgeDatapathType, "br-ex", "netdev"}));
+  EXPECT_TRUE(ops.verifyBridges);
+  EXPECT_EQ(describe(ops.ops[0]), "set Bridge br-ex datapath_type=netdev");
+  // "system" and "" are the same datapath.
+  ObservedOvs same = emptyDb();
+  same.bridges["br-int"].datapathType = "system";
+  same.bridges["br-ex"] = {"", {"br-ex"}};
+  same.externalIds[kOwnershipKey] = R"({"bridges":["br-ex"],"v":1})";
+  same.externalIds[kBridgeMappings] = "physnet1:br-ex";
+  DesiredChassis one = mappings({{"physnet1", "br-ex"}});
+  for (const auto& op : diffChassis(one, same).ops)
+    EXPECT_NE(op.kind, Kind::SetBridgeDatapathType) << describe(op);
+}
+
 TEST(DiffChassis, ExistingBridgeAndPortOfAnOperatorAreNeverDeleted) {
   ObservedOvs db = emptyDb();
   db.bridges["br-ex"] = {"", {"br-ex", "bond1"}};
@@ -281,6 +321,137 @@ TEST(DiffChassis, NicMovesWithTheFirstMapping) {
   EXPECT_EQ(db.externalIds.at(kBridgeMappings), "physnet2:br-vlan");
 }
 
+// A gateway drain (holdOwned): the gateway items go at once, the owned mappings, bridges and
+// NIC stay, the drain's start is recorded; once the hold ends they go.
+TEST(DiffChassis, DrainClearsTheGatewayItemsAtOnceAndHoldsTheNetwork) {
+  DesiredChassis gw = mappings({{"physnet1", "br-ex"}}, "bond1");
+  gw.gateway = true;
+  gw.gatewayCmsItems = {"enable-chassis-as-gw", "availability-zones=az1"};
+  ObservedOvs db = converge(gw, emptyDb());
+  ASSERT_EQ(cms(db), "enable-chassis-as-gw,availability-zones=az1");
+
+  DesiredChassis draining;
+  draining.gatewayCmsItems = gw.gatewayCmsItems;
+  draining.holdOwned = true;
+  draining.drainSince = 1700000000;
+  const ChassisOps ops = diffChassis(draining, db);
+  for (const auto& op : ops.ops) {
+    EXPECT_NE(op.kind, Kind::DeleteBridge) << describe(op);
+    EXPECT_NE(op.kind, Kind::DeletePort) << describe(op);
+  }
+  db = converge(draining, db);
+  EXPECT_EQ(cms(db), "<absent>");
+  EXPECT_EQ(db.externalIds.at(kBridgeMappings), "physnet1:br-ex");
+  EXPECT_EQ(db.bridges.at("br-ex").ports, (std::vector<std::string>{"br-ex", "bond1"}));
+  auto record = parseOwnership(db.externalIds.at(kOwnershipKey));
+  ASSERT_TRUE(record.ok());
+  EXPECT_EQ(record->drainSince, 1700000000);
+  EXPECT_TRUE(record->cmsItems.empty());
+  EXPECT_EQ(record->mappings, std::vector<std::string>{"physnet1:br-ex"});
+  EXPECT_EQ(record->bridges, std::vector<std::string>{"br-ex"});
+  EXPECT_EQ(record->ports, (std::vector<std::pair<std::string, std::string>>{{"br-ex", "bond1"}}));
+
+  // The hold ends: everything of the agent's goes, the record with it.
+  db = converge(DesiredChassis{}, db);
+  EXPECT_EQ(db, emptyDb());
+}
+
+TEST(DiffChassis, DrainKeepsWhatTheNodeStillWantsAndAddsNewItemsWithoutReplacingHeldOnes) {
+  ObservedOvs db = converge(mappings({{"physnet1", "br-ex"}, {"physnet2", "br-vlan"}}), emptyDb());
+  // Compute nodes with distributed floating IPs keep physnet1; physnet2 moves to another bridge
+  // and physnet3 is new, during the drain.
+  DesiredChassis d = mappings({{"physnet1", "br-ex"}, {"physnet2", "br-v2"}, {"physnet3", "br-3"}});
+  d.holdOwned = true;
+  d.drainSince = 42;
+  const ChassisOps ops = diffChassis(d, db);
+  db = converge(d, db);
+  EXPECT_EQ(db.externalIds.at(kBridgeMappings), "physnet1:br-ex,physnet2:br-vlan,physnet3:br-3");
+  EXPECT_EQ(db.bridges.count("br-vlan"), 1u);
+  bool noted = false;
+  for (const auto& n : ops.notes) noted = noted || n.find("keeping \"physnet2:br-vlan\"") != n.npos;
+  EXPECT_TRUE(noted);
+  // Then physnet2 moves.
+  d.holdOwned = false;
+  d.drainSince = 0;
+  db = converge(d, db);
+  EXPECT_EQ(db.externalIds.at(kBridgeMappings), "physnet1:br-ex,physnet2:br-v2,physnet3:br-3");
+  EXPECT_EQ(db.bridges.count("br-vlan"), 0u);
+  EXPECT_EQ(parseOwnership(db.externalIds.at(kOwnershipKey))->drainSince, 0);
+}
+
+TEST(DiffChassis, DrainNeverHoldsWhatIsNotTheAgents) {
+  ObservedOvs db = emptyDb();
+  db.externalIds[kBridgeMappings] = "physnet9:br-op";
+  db.bridges["br-op"] = {"", {"br-op"}};
+  DesiredChassis d;
+  d.holdOwned = true;
+  d.drainSince = 42;
+  db = converge(d, db);
+  EXPECT_EQ(db.externalIds.at(kBridgeMappings), "physnet9:br-op");
+  EXPECT_EQ(formatOwnership(*parseOwnership(db.externalIds.at(kOwnershipKey))),
+            R"({"drain":42,"v":1})");
+}
+
+// Last good: an input that became malformed keeps what the agent applied for it.
+TEST(DiffChassis, MalformedInputsKeepWhatTheAgentApplied) {
+  DesiredChassis good = mappings({{"physnet1", "br-ex"}}, "bond1");
+  good.gateway = true;
+  good.gatewayCmsItems = {"enable-chassis-as-gw", "availability-zones=az1"};
+  const ObservedOvs applied = converge(good, emptyDb());
+
+  DesiredChassis badMappings = good;
+  badMappings.bridgeMappings.clear();
+  badMappings.bridges = {{"br-ex", {"bond1"}}};  // the NIC still wants the (default) bridge
+  badMappings.keepOwnedMappings = true;
+  ObservedOvs db = converge(badMappings, applied);
+  EXPECT_EQ(db.externalIds.at(kBridgeMappings), "physnet1:br-ex");
+
+  DesiredChassis badNic = good;
+  badNic.bridges = {{"br-ex", {}}};
+  badNic.keepOwnedPorts = true;
+  db = converge(badNic, applied);
+  EXPECT_EQ(db.bridges.at("br-ex").ports, (std::vector<std::string>{"br-ex", "bond1"}));
+
+  DesiredChassis badZone = good;
+  badZone.gatewayCmsItems = {"enable-chassis-as-gw"};
+  badZone.keepOwnedZone = true;
+  db = converge(badZone, applied);
+  EXPECT_EQ(cms(db), "enable-chassis-as-gw,availability-zones=az1");
+  // ... but only with the gateway: losing the role takes the zone with the flag.
+  badZone.gateway = false;
+  db = converge(badZone, applied);
+  EXPECT_EQ(cms(db), "<absent>");
+
+  // Nothing owned: nothing to keep, nothing added.
+  DesiredChassis fresh;
+  fresh.keepOwnedMappings = fresh.keepOwnedPorts = fresh.keepOwnedZone = true;
+  EXPECT_TRUE(diffChassis(fresh, emptyDb()).empty());
+}
+
+TEST(DiffChassis, NoBridgeForAMappingAForeignEntryBlocks) {
+  ObservedOvs db = emptyDb();
+  db.externalIds[kBridgeMappings] = "physnet1:br-op";
+  const DesiredChassis d = mappings({{"physnet1", "br-ex"}, {"physnet2", "br-vlan"}});
+  const ChassisOps ops = diffChassis(d, db);
+  db = converge(d, db);
+  EXPECT_EQ(db.bridges.count("br-ex"), 0u) << "physnet1 is someone else's: no bridge for it";
+  EXPECT_EQ(db.bridges.count("br-vlan"), 1u);
+  EXPECT_EQ(db.externalIds.at(kBridgeMappings), "physnet1:br-op,physnet2:br-vlan");
+  ASSERT_FALSE(ops.notes.empty());
+  // Nor is the NIC plugged into a bridge that would serve no physnet.
+  ObservedOvs db2 = emptyDb();
+  db2.externalIds[kBridgeMappings] = "physnet1:br-op";
+  const DesiredChassis nic = mappings({{"physnet1", "br-ex"}}, "bond1");
+  db2 = converge(nic, db2);
+  EXPECT_EQ(db2.bridges.count("br-ex"), 0u);
+  // An existing bridge is used as before.
+  ObservedOvs db3 = emptyDb();
+  db3.externalIds[kBridgeMappings] = "physnet1:br-op";
+  db3.bridges["br-ex"] = {"", {"br-ex"}};
+  db3 = converge(nic, db3);
+  EXPECT_EQ(db3.bridges.at("br-ex").ports, (std::vector<std::string>{"br-ex", "bond1"}));
+}
+
 TEST(DiffChassis, OwnershipSurvivesARestartBecauseItLivesInTheDatabase) {
   // A first agent run writes; a "new process" sees only the database.
   ObservedOvs db = emptyDb();
@@ -331,13 +502,17 @@ TEST(DiffChassis, ForeignExternalIdsKeysAreNeverTouched) {
 // moving between bridges, which takes two) and returns to the start when everything goes.
 TEST(DiffChassis, AllTransitionsConverge) {
   std::vector<DesiredChassis> states;
-  for (int mask = 0; mask < 16; ++mask) {
+  for (int mask = 0; mask < 32; ++mask) {
     DesiredChassis d;
     if (mask & 1) d = mappings({{"physnet1", "br-ex"}});
     if (mask & 2) d = mappings({{"physnet2", "br-vlan"}, {"physnet1", "br-ex"}}, "bond1");
     d.gateway = (mask & 4) != 0;
     d.gatewayCmsItems = {"enable-chassis-as-gw"};
     if (mask & 8) d.gatewayCmsItems.push_back("availability-zones=az" + std::to_string(mask));
+    if (mask & 16) {
+      d.holdOwned = true;
+      d.drainSince = 1000 + mask;
+    }
     states.push_back(d);
   }
   ObservedOvs base = emptyDb();
@@ -353,6 +528,22 @@ TEST(DiffChassis, AllTransitionsConverge) {
       EXPECT_EQ(db, base);
     }
   }
+}
+
+TEST(FailedInterfaces, OnlyWhatTheAgentWantsWithOvsVswitchdsReason) {
+  ObservedOvs db = emptyDb();
+  db.bridges["br-ex"] = {"", {"br-ex", "bond1"}};
+  db.bridges["br-ex"].failedPorts = {
+      {"bond1", "could not open network device bond1 (No such device)"}};
+  db.bridges["br-int"].failedPorts = {{"tap0", "ofport -1"}};  // not the agent's
+  db.bridges["br-vlan"] = {"", {"br-vlan"}};
+  db.bridges["br-vlan"].failedPorts = {{"br-vlan", "ofport -1 (ovs-vswitchd could not add it)"}};
+  const DesiredChassis d = mappings({{"physnet1", "br-ex"}, {"physnet2", "br-vlan"}}, "bond1");
+  EXPECT_EQ(failedInterfaces(d, db),
+            (std::vector<std::string>{
+                "bridge br-ex port bond1: could not open network device bond1 (No such device)",
+                "bridge br-vlan port br-vlan: ofport -1 (ovs-vswitchd could not add it)"}));
+  EXPECT_TRUE(failedInterfaces(DesiredChassis{}, db).empty());
 }
 
 TEST(DescribeOp, ReadsLikeOvsVsctl) {

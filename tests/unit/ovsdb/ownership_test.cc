@@ -22,10 +22,25 @@ TEST(Ownership, FormatIsCompactAndStable) {
   EXPECT_EQ(*back, r);
 }
 
+TEST(Ownership, DrainStartRoundTrips) {
+  OwnershipRecord r;
+  r.mappings = {"physnet1:br-ex"};
+  r.drainSince = 1700000000;
+  EXPECT_EQ(formatOwnership(r), R"({"drain":1700000000,"mappings":["physnet1:br-ex"],"v":1})");
+  auto back = parseOwnership(formatOwnership(r));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(*back, r);
+  // A record holding only a drain is not empty: the drain must survive a restart.
+  OwnershipRecord onlyDrain;
+  onlyDrain.drainSince = 5;
+  EXPECT_FALSE(onlyDrain.empty());
+}
+
 TEST(Ownership, RejectsWhatItCannotTrust) {
   for (const std::string bad :
        {"", "garbage", "[]", R"({"v":2})", R"({"cms":["x"]})", R"({"v":1,"cms":"x"})",
-        R"({"v":1,"cms":[1]})", R"({"v":1,"ports":[["br-ex"]]})", R"({"v":1,"ports":"x"})"}) {
+        R"({"v":1,"cms":[1]})", R"({"v":1,"ports":[["br-ex"]]})", R"({"v":1,"ports":"x"})",
+        R"({"v":1,"drain":"1"})", R"({"v":1,"drain":-4})", R"({"v":1,"drain":1.5})"}) {
     EXPECT_FALSE(parseOwnership(bad).ok()) << bad;
   }
 }
