@@ -86,7 +86,7 @@ RolesConfig parseRoles(const YamlField& f) {
 }
 
 KubernetesConfig parseKubernetes(const YamlField& f) {
-  f.expectKeys({"kubeconfig", "context", "watchTimeoutSeconds", "backoff"});
+  f.expectKeys({"kubeconfig", "context", "watchTimeoutSeconds", "backoff", "failingAfterSeconds"});
   KubernetesConfig c;
   if (auto v = f.get("kubeconfig")) c.kubeconfig = v->asString();
   if (auto v = f.get("context")) c.context = v->asString();
@@ -103,6 +103,8 @@ KubernetesConfig parseKubernetes(const YamlField& f) {
     if (auto v = b->get("maxMs")) c.backoff.max = std::chrono::milliseconds(v->asInt(10, 3600000));
     if (c.backoff.max < c.backoff.initial) b->fail("maxMs must be >= initialMs");
   }
+  if (auto v = f.get("failingAfterSeconds"))
+    c.failingAfter = std::chrono::seconds(v->asInt(1, 3600));
   return c;
 }
 

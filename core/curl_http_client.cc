@@ -9,6 +9,8 @@
 #include <cctype>
 #include <stdexcept>
 
+#include "core/logging.h"
+
 namespace okna::core {
 
 namespace asio = boost::asio;
@@ -77,10 +79,28 @@ struct CurlHttpClient::Transfer final : HttpRequestHandle, std::enable_shared_fr
     if (callbacks.onHeaders) callbacks.onHeaders(response.status, response.headers);
   }
 
+  // A caller's callback that throws must not unwind through libcurl (C code) nor out of the
+  // event loop: the transfer fails with the exception's message instead.
+  template <typename F>
+  bool guarded(F&& call) {
+    try {
+      call();
+      return true;
+    } catch (const std::exception& e) {
+      callbackError = e.what();
+    } catch (...) {
+      callbackError = "unknown exception";
+    }
+    ++client->callbackErrors_;
+    logger("http")->error("{} {}: a callback threw: {}", request.method, request.url,
+                          callbackError);
+    return false;
+  }
+
   static size_t onHeaderLine(char* data, size_t size, size_t n, void* self) {
     auto* t = static_cast<Transfer*>(self);
     const std::string_view line(data, size * n);
-    if (t->cancelled) return 0;
+    if (t->cancelled || !t->callbackError.empty()) return 0;
     if (line.starts_with("HTTP/")) {
       // A new header block (after a 100 Continue, for example) replaces the previous one.
       t->response.headers.clear();
@@ -88,7 +108,7 @@ struct CurlHttpClient::Transfer final : HttpRequestHandle, std::enable_shared_fr
       t->response.status =
           sp == std::string_view::npos ? 0 : std::strtol(line.data() + sp + 1, nullptr, 10);
     } else if (trim(line).empty()) {
-      if (t->response.status >= 200) t->deliverHeaders();
+      if (t->response.status >= 200 && !t->guarded([t] { t->deliverHeaders(); })) return 0;
     } else if (auto colon = line.find(':'); colon != std::string_view::npos) {
       t->response.headers[lower(trim(line.substr(0, colon)))] =
           std::string(trim(line.substr(colon + 1)));
@@ -98,13 +118,16 @@ struct CurlHttpClient::Transfer final : HttpRequestHandle, std::enable_shared_fr
 
   static size_t onBody(char* data, size_t size, size_t n, void* self) {
     auto* t = static_cast<Transfer*>(self);
-    if (t->cancelled) return 0;
-    t->deliverHeaders();
-    if (t->callbacks.onData) {
-      t->callbacks.onData(std::string_view(data, size * n));
-    } else {
-      t->response.body.append(data, size * n);
-    }
+    if (t->cancelled || !t->callbackError.empty()) return 0;
+    const bool ok = t->guarded([&] {
+      t->deliverHeaders();
+      if (t->callbacks.onData) {
+        t->callbacks.onData(std::string_view(data, size * n));
+      } else {
+        t->response.body.append(data, size * n);
+      }
+    });
+    if (!ok) return 0;
     // Returning less than given makes curl abort the transfer (CURLE_WRITE_ERROR).
     return t->cancelled ? 0 : size * n;
   }
@@ -118,6 +141,8 @@ struct CurlHttpClient::Transfer final : HttpRequestHandle, std::enable_shared_fr
   HttpCallbacks callbacks;
   HttpResponse response;
   char errorBuffer[CURL_ERROR_SIZE] = {0};
+  // What a callback threw (the transfer was aborted for it).
+  std::string callbackError;
   bool headersDelivered = false;
   bool cancelled = false;
   bool finished = false;
@@ -251,8 +276,10 @@ HttpRequestHandlePtr CurlHttpClient::send(HttpRequest request, HttpCallbacks cal
       remove(t);
       t->finished = true;
       if (t->callbacks.onDone)
-        t->callbacks.onDone(
-            makeError(std::string("curl_multi_add_handle: ") + curl_multi_strerror(rc), rc));
+        t->guarded([&] {
+          t->callbacks.onDone(
+              makeError(std::string("curl_multi_add_handle: ") + curl_multi_strerror(rc), rc));
+        });
     }
   });
   return t;
@@ -393,12 +420,28 @@ void CurlHttpClient::drainCompleted() {
     if (t->cancelled) continue;
     t->finished = true;
     if (!t->callbacks.onDone) continue;
-    if (rc != CURLE_OK) {
+    if (!t->callbackError.empty()) {
+      t->guarded([&] {
+        t->callbacks.onDone(makeError(
+            t->request.method + " " + t->request.url + ": a callback threw: " + t->callbackError,
+            CURLE_WRITE_ERROR));
+      });
+    } else if (rc != CURLE_OK) {
       std::string detail = t->errorBuffer[0] != 0 ? t->errorBuffer : curl_easy_strerror(rc);
-      t->callbacks.onDone(makeError(t->request.method + " " + t->request.url + ": " + detail, rc));
+      t->guarded([&] {
+        t->callbacks.onDone(
+            makeError(t->request.method + " " + t->request.url + ": " + detail, rc));
+      });
     } else {
-      t->deliverHeaders();
-      t->callbacks.onDone(std::move(t->response));
+      if (t->guarded([&] { t->deliverHeaders(); })) {
+        t->guarded([&] { t->callbacks.onDone(std::move(t->response)); });
+      } else {
+        t->guarded([&] {
+          t->callbacks.onDone(makeError(
+              t->request.method + " " + t->request.url + ": a callback threw: " + t->callbackError,
+              CURLE_WRITE_ERROR));
+        });
+      }
     }
   }
 }

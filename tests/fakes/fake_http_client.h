@@ -18,11 +18,14 @@ class FakeHttpClient final : public core::HttpClient {
     // core::HttpRequestHandle
     void cancel() override { cancelled = true; }
 
-    /** Status and headers, then the body in the given pieces. */
-    void stream(long status, const std::vector<std::string>& pieces) {
+    /** Status and headers (names lower-case, as the real client gives them), then the body in
+     * the given pieces. */
+    void stream(long status, const std::vector<std::string>& pieces,
+                const core::HttpHeaders& headers = {}) {
       if (cancelled) return;
-      if (callbacks.onHeaders) callbacks.onHeaders(status, {});
       response.status = status;
+      response.headers = headers;
+      if (callbacks.onHeaders) callbacks.onHeaders(status, headers);
       for (const auto& piece : pieces) {
         if (cancelled) return;
         if (callbacks.onData) {
@@ -38,8 +41,8 @@ class FakeHttpClient final : public core::HttpClient {
       done = true;
       if (callbacks.onDone) callbacks.onDone(response);
     }
-    void reply(long status, const std::string& body) {
-      stream(status, {body});
+    void reply(long status, const std::string& body, const core::HttpHeaders& headers = {}) {
+      stream(status, {body}, headers);
       finish();
     }
     /** A transport failure (connection refused, reset). */

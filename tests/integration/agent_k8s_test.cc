@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 
 #include "tests/fakes/agent_process.h"
 #include "tests/fakes/fake_apiserver_fixture.h"
@@ -31,6 +33,38 @@ logging: {level: debug}
 placement: {enabled: false}   # these tests are about the Kubernetes side
 )";
 
+// The same, with informers reported failing after 2 s instead of 60.
+std::string failFastConfig() {
+  std::string c = kConfig;
+  c.insert(c.find("kubernetes:\n") + 12, "  failingAfterSeconds: 2\n");
+  return c;
+}
+
+// The metric families the README's "Health, readiness, metrics" section lists for a component
+// ("okna_k8s_informer_{a,b}_total" expands to two names; "{role}" is a label, not a choice).
+std::vector<std::string> readmeMetricFamilies(const std::string& prefix) {
+  std::ifstream in(std::string(OKNA_SOURCE_DIR) + "/README.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  const auto from = text.find("## Health, readiness, metrics");
+  const auto to = text.find("\n## ", from + 1);
+  const std::string section = text.substr(from, to - from);
+  std::vector<std::string> out;
+  const std::regex nameRe("`(" + prefix + R"([a-z_]*)(\{([a-z_,]+)\})?([a-z_]*))");
+  for (auto it = std::sregex_iterator(section.begin(), section.end(), nameRe);
+       it != std::sregex_iterator(); ++it) {
+    const std::string head = (*it)[1], choices = (*it)[3], tail = (*it)[4];
+    if (choices.find(',') == std::string::npos) {
+      out.push_back(head + (choices.empty() ? tail : ""));
+      continue;
+    }
+    std::stringstream cs(choices);
+    for (std::string c; std::getline(cs, c, ',');) out.push_back(head + c + tail);
+  }
+  return out;
+}
+
 class AgentK8sTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -40,9 +74,9 @@ class AgentK8sTest : public ::testing::Test {
         std::vector<std::string>{kData + "/lab-1.node.yaml", kData + "/lab-1.pods.json"});
   }
 
-  std::unique_ptr<AgentProcess> startAgent() {
+  std::unique_ptr<AgentProcess> startAgent(const std::string& config = kConfig) {
     return std::make_unique<AgentProcess>(
-        server_->dir(), kConfig,
+        server_->dir(), config,
         std::vector<std::string>{"--node-name", "lab-1", "--kubeconfig", server_->kubeconfig(),
                                  "--context", "node-agent"});
   }
@@ -182,6 +216,56 @@ TEST_F(AgentK8sTest, SigtermStopsCleanly) {
   ASSERT_TRUE(status.has_value()) << "the agent did not exit after SIGTERM";
   EXPECT_EQ(*status, 0);
   EXPECT_NE(agent->log().find("host state is left in place"), std::string::npos);
+}
+
+TEST_F(AgentK8sTest, WatchDeniedAfterSyncShowsInReadyzAndMetricsThenRecovers) {
+  auto agent = startAgent(failFastConfig());
+  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
+  ASSERT_TRUE(waitFor([&] { return openWatches() == 2; }, 10s));
+  EXPECT_EQ(agent->metric(R"(okna_k8s_informer_failing{resource="pods"})"), 0);
+  // From now on the pods may not be watched (nor listed); the open watches end.
+  ASSERT_EQ(
+      server_->control("POST", "fail-next?count=100000&status=403&path=/api/v1/pods&method=GET")
+          .status,
+      200);
+  ASSERT_EQ(server_->control("POST", "drop-watches").status, 200);
+  ASSERT_TRUE(waitFor(
+      [&] {
+        return agent->get("/readyz?verbose").body.find("[-]pod-informer") != std::string::npos;
+      },
+      20s))
+      << agent->log();
+  const auto verbose = agent->get("/readyz?verbose");
+  EXPECT_EQ(verbose.status, 503);
+  EXPECT_NE(verbose.body.find("failing for"), std::string::npos) << verbose.body;
+  EXPECT_NE(verbose.body.find("HTTP 403 Forbidden on watch pods"), std::string::npos)
+      << verbose.body;
+  EXPECT_NE(verbose.body.find("[+]node-informer"), std::string::npos) << verbose.body;
+  EXPECT_EQ(agent->metric(R"(okna_k8s_informer_failing{resource="pods"})"), 1);
+  EXPECT_EQ(agent->get("/healthz").status, 200) << "not ready, but alive";
+
+  // The cause goes: the agent recovers by itself, and sees a pod created meanwhile.
+  ASSERT_EQ(server_->control("DELETE", "fail-next").status, 200);
+  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
+  EXPECT_EQ(agent->metric(R"(okna_k8s_informer_failing{resource="pods"})"), 0);
+}
+
+TEST_F(AgentK8sTest, EveryMetricTheReadmeListsIsExportedFromTheStart) {
+  // Nothing has happened yet: the API server answers nothing but 503.
+  ASSERT_EQ(server_->control("POST", "fail-next?count=100000&status=503&path=/api").status, 200);
+  auto agent = startAgent();
+  ASSERT_TRUE(waitFor([&] { return agent->get("/metrics").status == 200; }, 20s)) << agent->log();
+  const std::string text = agent->get("/metrics").body;
+  std::vector<std::string> families = readmeMetricFamilies("okna_k8s_");
+  for (const auto& f : readmeMetricFamilies("okna_agent_")) families.push_back(f);
+  ASSERT_GE(families.size(), 10u);
+  for (const auto& family : families) {
+    const std::regex sample("\n" + family + R"((_bucket|_count|_sum)?(\{[^}]*\})? 0\n)");
+    EXPECT_TRUE(std::regex_search(text, sample)) << family << " is not exported at 0:\n" << text;
+  }
+  for (const auto& role :
+       {"compute", "network", "controlPlane", "storage", "containers", "provisioning"})
+    EXPECT_EQ(agent->metric(std::string(R"(okna_agent_role{role=")") + role + "\"}"), 0) << role;
 }
 
 TEST_F(AgentK8sTest, MissingRbacIsReportedByName) {

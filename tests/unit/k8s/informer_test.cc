@@ -42,6 +42,8 @@ class InformerTest : public ::testing::Test {
     c.watchTimeoutMin = std::chrono::seconds(10);
     c.watchTimeoutMax = std::chrono::seconds(20);
     c.backoff = {std::chrono::milliseconds(1), std::chrono::milliseconds(5), 2.0, 0.5};
+    c.failingAfter = std::chrono::seconds(60);
+    c.clock = [this] { return now_; };
     Informer::Handler h;
     h.onEvent = [this](Informer::EventType t, const json& o) {
       seen_.push_back({toString(t), objectKey(o), o["metadata"].value("resourceVersion", "")});
@@ -82,6 +84,16 @@ class InformerTest : public ::testing::Test {
     return l.dump() + "\n";
   }
 
+  std::string metric(const std::string& series) const {
+    const std::string text = metrics_.render();
+    const auto p = text.find("\n" + series + " ");
+    if (p == std::string::npos) return "<absent>";
+    const auto start = p + series.size() + 2;
+    return text.substr(start, text.find('\n', start) - start);
+  }
+
+  // The informer's clock (failure durations, short watches): moved by the test only.
+  std::chrono::steady_clock::time_point now_{std::chrono::hours(1000)};
   boost::asio::io_context io_;
   FakeHttpClient http_;
   ApiClient api_;
@@ -274,6 +286,152 @@ TEST_F(InformerTest, RecordedPodWatchTracksDeletesAndAdds) {
   EXPECT_EQ(informer->items().count("tenant-a/p-late"), 1u);
   EXPECT_TRUE(informer->items().at("tenant-a/p-init")["metadata"].contains("deletionTimestamp"));
   for (const auto& s : seen_) EXPECT_EQ(s.key.find("other"), std::string::npos);
+}
+
+TEST_F(InformerTest, WatchDeniedAfterSyncFailsAfterTheBoundAndRecoversByItself) {
+  auto informer = make("pods", "/api/v1/pods", "spec.nodeName=n1");
+  informer->start();
+  nextRequest()->reply(200, list("10", {{"p", "9"}}));
+  ASSERT_TRUE(informer->hasSynced());
+  EXPECT_TRUE(informer->health().ok);
+  EXPECT_EQ(metric(R"(okna_k8s_informer_failing{resource="pods"})"), "0");
+  // The watch is denied (list allowed): every attempt gets 403.
+  const std::string forbidden =
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":)"
+      R"("pods is forbidden: User \"node-agent\" cannot watch resource \"pods\"","code":403})";
+  for (int second = 0; second < 59; second += 10) {
+    auto w = nextRequest();
+    ASSERT_TRUE(w);
+    EXPECT_EQ(param(w->request.url, "watch"), "true");
+    w->reply(403, forbidden);
+    EXPECT_TRUE(informer->health().ok) << "within the bound at " << second << " s";
+    now_ += std::chrono::seconds(10);
+  }
+  auto w = nextRequest();
+  now_ += std::chrono::seconds(5);  // 65 s after the first failure
+  w->reply(403, forbidden);
+  const Informer::Health h = informer->health();
+  EXPECT_FALSE(h.ok);
+  EXPECT_NE(h.detail.find("failing for 65 s"), std::string::npos) << h.detail;
+  EXPECT_NE(h.detail.find("needs verb \"watch\" on resource \"pods\""), std::string::npos)
+      << h.detail;
+  EXPECT_EQ(metric(R"(okna_k8s_informer_failing{resource="pods"})"), "1");
+  // Still failing while nothing succeeds, however much time passes.
+  now_ += std::chrono::minutes(10);
+  EXPECT_FALSE(informer->health().ok);
+
+  // The permission comes back: the watch opens and stays open; no event needs to arrive.
+  auto ok = nextRequest();
+  ok->stream(200, {});
+  EXPECT_FALSE(informer->health().ok) << "a watch that has just opened has not proved itself";
+  now_ += std::chrono::seconds(1);
+  EXPECT_TRUE(informer->health().ok);
+  EXPECT_EQ(metric(R"(okna_k8s_informer_failing{resource="pods"})"), "0");
+}
+
+TEST_F(InformerTest, UnauthorizedAfterSyncFailsAfterTheBound) {
+  auto informer = make("nodes", "/api/v1/nodes", "metadata.name=n1");
+  informer->start();
+  nextRequest()->reply(200, list("10", {{"n1", "9"}}));
+  const std::string unauthorized =
+      okna::testing::transcriptBody(kTranscripts + "07c-bad-token-watch-401.txt");
+  nextRequest()->reply(401, unauthorized);
+  now_ += std::chrono::seconds(61);
+  nextRequest()->reply(401, unauthorized);
+  const Informer::Health h = informer->health();
+  EXPECT_FALSE(h.ok);
+  EXPECT_NE(h.detail.find("HTTP 401 Unauthorized on watch nodes"), std::string::npos) << h.detail;
+  // An event on a new watch proves it works at once.
+  auto w = nextRequest();
+  w->stream(200, {R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"12"}}})"
+                  "\n"});
+  EXPECT_TRUE(informer->health().ok);
+}
+
+TEST_F(InformerTest, AWatchThatWorkedStartsANewFailureEpisode) {
+  auto informer = make("nodes", "/api/v1/nodes", "");
+  informer->start();
+  nextRequest()->reply(200, list("10", {}));
+  // One failure, then a watch that stays open for minutes, then one failure: never failing.
+  nextRequest()->fail("Connection refused");
+  now_ += std::chrono::seconds(30);
+  auto w = nextRequest();
+  w->stream(200, {});
+  now_ += std::chrono::minutes(5);
+  w->fail("Connection reset by peer");
+  EXPECT_TRUE(informer->health().ok);
+  now_ += std::chrono::seconds(30);
+  nextRequest()->fail("Connection refused");
+  EXPECT_TRUE(informer->health().ok) << "30 s of failure, not 6 minutes";
+}
+
+TEST_F(InformerTest, EverySeriesIsExportedFromTheStart) {
+  auto informer = make("pods", "/api/v1/pods", "");
+  for (const char* series :
+       {R"(okna_k8s_informer_synced{resource="pods"})",
+        R"(okna_k8s_informer_objects{resource="pods"})",
+        R"(okna_k8s_informer_failing{resource="pods"})",
+        R"(okna_k8s_informer_watches_total{resource="pods"})",
+        R"(okna_k8s_informer_events_total{resource="pods",type="ADDED"})",
+        R"(okna_k8s_informer_events_total{resource="pods",type="BOOKMARK"})",
+        R"(okna_k8s_informer_errors_total{reason="request",resource="pods"})",
+        R"(okna_k8s_informer_errors_total{reason="handler",resource="pods"})",
+        R"(okna_k8s_informer_relists_total{reason="expired",resource="pods"})"})
+    EXPECT_EQ(metric(series), "0") << series << "\n" << metrics_.render();
+}
+
+TEST_F(InformerTest, AHandlerThatThrowsIsCountedAndTheObjectComesAgainAfterABackoff) {
+  auto informer = make("pods", "/api/v1/pods", "spec.nodeName=n1");
+  bool broken = true;
+  Informer::Handler h;
+  h.onEvent = [&](Informer::EventType t, const json& o) {
+    // What a handler does with a field of an unexpected type.
+    if (broken && objectKey(o) == "bad") (void)o["metadata"]["labels"]["x"].get<std::string>();
+    seen_.push_back({toString(t), objectKey(o), ""});
+  };
+  InformerConfig c = informer->config();
+  informer = std::make_unique<Informer>(io_, api_, c, metrics_, h);
+  informer->start();
+  nextRequest()->reply(200, list("10", {{"good", "9"}}));
+  auto w = nextRequest();
+  json bad = {
+      {"type", "ADDED"},
+      {"object",
+       {{"metadata", {{"name", "bad"}, {"resourceVersion", "11"}, {"labels", {{"x", 1}}}}}}}};
+  EXPECT_NO_THROW(w->stream(200, {bad.dump() + "\n"}));
+  EXPECT_EQ(metric(R"(okna_k8s_informer_errors_total{reason="handler",resource="pods"})"), "1");
+  EXPECT_EQ(informer->items().count("bad"), 0u) << "what the handler could not take is not stored";
+  EXPECT_EQ(http_.next(), nullptr) << "the relist waits for its backoff";
+  auto relist = nextRequest();
+  ASSERT_TRUE(relist);
+  EXPECT_EQ(param(relist->request.url, "watch"), "<absent>");
+  broken = false;
+  seen_.clear();
+  relist->reply(200, list("12", {{"good", "9"}, {"bad", "11"}}));
+  ASSERT_EQ(seen_.size(), 1u);
+  EXPECT_EQ(seen_[0].type, "ADDED");
+  EXPECT_EQ(seen_[0].key, "bad");
+  EXPECT_EQ(informer->items().count("bad"), 1u);
+}
+
+TEST_F(InformerTest, FieldsOfUnexpectedTypesInServerDataNeverThrow) {
+  auto informer = make("nodes", "/api/v1/nodes", "");
+  informer->start();
+  nextRequest()->reply(
+      200, R"({"kind":"NodeList","metadata":{"resourceVersion":"10","continue":7},"items":[)"
+           R"({"metadata":{"name":5}},{"metadata":{"name":"a","resourceVersion":"9"}}]})"
+           "\n");
+  EXPECT_TRUE(informer->hasSynced());
+  EXPECT_EQ(informer->items().size(), 1u);
+  auto w = nextRequest();
+  EXPECT_NO_THROW(w->stream(
+      200, {R"({"type":"MODIFIED","object":{"metadata":{"name":"a","resourceVersion":11}}})"
+            "\n",
+            R"({"type":7,"object":{"metadata":{"name":"a"}}})"
+            "\n",
+            R"({"type":"ERROR","object":{"kind":"Status","code":"410","message":[]}})"
+            "\n"}));
+  EXPECT_EQ(informer->resourceVersion(), "10");
 }
 
 TEST(LineSplitterTest, SplitsAcrossPieces) {

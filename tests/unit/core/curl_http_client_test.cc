@@ -1,0 +1,96 @@
+// The real CurlHttpClient against a one-response-per-connection HTTP server on the same loop:
+// a caller's callback that throws fails its transfer, never the loop.
+
+#include "core/curl_http_client.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <boost/asio/write.hpp>
+#include <memory>
+
+namespace okna::core {
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+// Answers every request with `response`, then closes the connection.
+class OneShotServer {
+ public:
+  OneShotServer(asio::io_context& io, std::string response)
+      : acceptor_(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)),
+        response_(std::move(response)) {
+    accept();
+  }
+  std::string url() const {
+    return "http://127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port()) + "/";
+  }
+
+ private:
+  void accept() {
+    acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
+      if (ec) return;
+      auto s = std::make_shared<tcp::socket>(std::move(socket));
+      auto buf = std::make_shared<asio::streambuf>();
+      asio::async_read_until(
+          *s, *buf, "\r\n\r\n", [this, s, buf](boost::system::error_code e, std::size_t) {
+            if (e) return;
+            asio::async_write(*s, asio::buffer(response_),
+                              [s](boost::system::error_code, std::size_t) { s->close(); });
+          });
+      accept();
+    });
+  }
+  tcp::acceptor acceptor_;
+  std::string response_;
+};
+
+const char* kOk =
+    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 12\r\n"
+    "Connection: close\r\n\r\n{\"a\":\"b\"}\n\n\n";
+
+TEST(CurlHttpClientTest, ACallbackThatThrowsFailsItsTransferNotTheLoop) {
+  asio::io_context io;
+  OneShotServer server(io, kOk);
+  CurlHttpClient http(io);
+  std::optional<Result<HttpResponse>> streamed, plain;
+  HttpRequest r;
+  r.url = server.url();
+  http.send(r, {nullptr, [](std::string_view) { throw std::runtime_error("type_error: boom"); },
+                [&](Result<HttpResponse> res) { streamed = std::move(res); }});
+  http.send(r, {nullptr, nullptr, [&](Result<HttpResponse> res) { plain = std::move(res); }});
+  EXPECT_NO_THROW(io.run_for(std::chrono::seconds(10)));
+  ASSERT_TRUE(streamed.has_value());
+  ASSERT_FALSE(streamed->ok());
+  EXPECT_NE(streamed->error().message.find("a callback threw: type_error: boom"), std::string::npos)
+      << streamed->error().message;
+  // The other transfer on the same loop is unaffected.
+  ASSERT_TRUE(plain.has_value());
+  ASSERT_TRUE(plain->ok()) << plain->error().message;
+  EXPECT_EQ((*plain)->status, 200);
+  EXPECT_EQ(http.callbackErrors(), 1u);
+}
+
+TEST(CurlHttpClientTest, ADoneCallbackThatThrowsIsContained) {
+  asio::io_context io;
+  OneShotServer server(io, kOk);
+  CurlHttpClient http(io);
+  HttpRequest r;
+  r.url = server.url();
+  int done = 0;
+  http.send(r, {nullptr, nullptr, [&](Result<HttpResponse>) {
+                  ++done;
+                  throw std::logic_error("bug in a handler");
+                }});
+  http.send(r, {nullptr, nullptr, [&](Result<HttpResponse>) { ++done; }});
+  EXPECT_NO_THROW(io.run_for(std::chrono::seconds(10)));
+  EXPECT_EQ(done, 2);
+  EXPECT_EQ(http.callbackErrors(), 1u);
+  EXPECT_EQ(http.inFlight(), 0u);
+}
+
+}  // namespace
+}  // namespace okna::core
