@@ -59,7 +59,10 @@ struct CurlHttpClient::Socket {
   curl_socket_t fd;
   // CURL_POLL_IN / CURL_POLL_OUT / CURL_POLL_INOUT, as curl last asked.
   int what = 0;
-  bool waiting = false;
+  // A readiness check is posted; a wait per direction is pending.
+  bool posted = false;
+  bool waitingIn = false;
+  bool waitingOut = false;
 };
 
 struct CurlHttpClient::Transfer final : HttpRequestHandle, std::enable_shared_from_this<Transfer> {
@@ -324,31 +327,47 @@ int CurlHttpClient::onCloseSocket(void* self, curl_socket_t fd) {
 }
 
 void CurlHttpClient::armSocket(const std::shared_ptr<Socket>& s) {
-  if (s->waiting || s->what == 0) return;
+  if (s->what == 0 || s->posted) return;
+  const bool wantIn = (s->what & CURL_POLL_IN) != 0;
+  const bool wantOut = (s->what & CURL_POLL_OUT) != 0;
+  // curl changed direction while a wait was pending: that wait could hold the socket until
+  // the other direction happens to be ready. Cancel it; its handler arms what curl wants now.
+  if ((s->waitingIn && !wantIn) || (s->waitingOut && !wantOut)) {
+    s->sd.cancel();
+    return;
+  }
   if (readyNow(s->fd, s->what)) {
-    s->waiting = true;
+    s->posted = true;
     asio::post(io_, [this, alive = std::weak_ptr<bool>(alive_), weak = std::weak_ptr<Socket>(s)] {
       auto sp = weak.lock();
       if (!alive.lock() || !sp) return;
-      sp->waiting = false;
+      sp->posted = false;
       socketAction(sp->fd, 0);  // curl checks the socket itself when given no event mask
     });
     return;
   }
-  const auto waitType = (s->what & CURL_POLL_IN) ? asio::posix::descriptor_base::wait_read
-                                                 : asio::posix::descriptor_base::wait_write;
-  s->waiting = true;
-  // An INOUT socket waits for readability first; readyNow() catches writability right after.
-  s->sd.async_wait(waitType,
-                   [this, alive = std::weak_ptr<bool>(alive_),
-                    weak = std::weak_ptr<Socket>(s)](const boost::system::error_code& ec) {
-                     auto sp = weak.lock();
-                     if (!alive.lock() || !sp) return;
-                     sp->waiting = false;
-                     if (ec) return;  // aborted: the socket was released
-                     int events = (sp->what & CURL_POLL_IN) ? CURL_CSELECT_IN : CURL_CSELECT_OUT;
-                     socketAction(sp->fd, events);
-                   });
+  // A socket that wants both directions (an upload that may be answered early) waits for both:
+  // whichever comes first wakes curl.
+  const auto wait = [this, &s](bool in) {
+    (in ? s->waitingIn : s->waitingOut) = true;
+    s->sd.async_wait(
+        in ? asio::posix::descriptor_base::wait_read : asio::posix::descriptor_base::wait_write,
+        [this, in, alive = std::weak_ptr<bool>(alive_),
+         weak = std::weak_ptr<Socket>(s)](const boost::system::error_code& ec) {
+          auto sp = weak.lock();
+          // Gone: the client, or the socket (released by forgetSocket, which aborts the wait).
+          if (!alive.lock() || !sp) return;
+          (in ? sp->waitingIn : sp->waitingOut) = false;
+          const int flag = in ? CURL_POLL_IN : CURL_POLL_OUT;
+          // Cancelled for a change of direction, or no longer wanted: arm what curl wants now.
+          if (ec == asio::error::operation_aborted || (!ec && (sp->what & flag) == 0))
+            return armSocket(sp);
+          if (ec) return;
+          socketAction(sp->fd, in ? CURL_CSELECT_IN : CURL_CSELECT_OUT);
+        });
+  };
+  if (wantIn && !s->waitingIn) wait(true);
+  if (wantOut && !s->waitingOut) wait(false);
 }
 
 void CurlHttpClient::socketAction(curl_socket_t fd, int events) {

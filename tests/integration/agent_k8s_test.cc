@@ -185,6 +185,7 @@ TEST_F(AgentK8sTest, DroppedWatchReconnectsWithBackoff) {
   ASSERT_TRUE(waitFor([&] { return openWatches() == 2; }, 10s));
   const std::string rvBefore =
       json::parse(server_->control("GET", "watches").body)[0]["query"].value("resourceVersion", "");
+  server_->control("DELETE", "requests");
 
   // The API server goes away: open watches cut, new connections refused for a while.
   ASSERT_EQ(server_->control("POST", "refuse?seconds=3&drop=1").status, 200);
@@ -203,9 +204,61 @@ TEST_F(AgentK8sTest, DroppedWatchReconnectsWithBackoff) {
         << "delays must not shrink below the cap's jitter range";
     EXPECT_LE(delays[i], 800) << "capped at backoff.maxMs";
   }
-  // The new watch resumed from a resourceVersion (no relist needed: the window was not lost).
-  EXPECT_FALSE(rvBefore.empty());
+  // The new watches resumed from the resourceVersion they had (no relist needed: the window was
+  // not lost): no LIST since the outage, and watches from an RV no older than the old one.
+  ASSERT_FALSE(rvBefore.empty());
+  for (const auto& w : json::parse(server_->control("GET", "watches").body)) {
+    const std::string rv = w["query"].value("resourceVersion", "");
+    ASSERT_FALSE(rv.empty()) << w.dump();
+    EXPECT_NE(rv, "0") << w.dump();
+    EXPECT_GE(std::stol(rv), std::stol(rvBefore)) << w.dump();
+  }
+  for (const auto& req : requests())
+    EXPECT_TRUE(req["query"].contains("watch")) << "a LIST after the outage: " << req.dump();
+  EXPECT_EQ(agent->metric(R"(okna_k8s_informer_relists_total{reason="expired",resource="nodes"})"),
+            0);
   EXPECT_EQ(agent->get("/readyz").status, 200);
+}
+
+TEST_F(AgentK8sTest, ApiServerRestartAsARealOneIsFollowedByACachedRelist) {
+  auto agent = startAgent();
+  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
+  ASSERT_TRUE(waitFor([&] { return openWatches() == 2; }, 10s));
+  server_->control("DELETE", "requests");
+  // Watches end cleanly, connections are refused for 2 s, the new cache starts past every RV the
+  // agent has seen.
+  const json restart = json::parse(server_->control("POST", "restart?seconds=2").body);
+  ASSERT_EQ(restart["ended"], 2);
+  const long windowStart = restart["windowStart"];
+  ASSERT_TRUE(waitFor([&] { return openWatches() == 2; }, 30s)) << agent->log();
+  for (const auto& w : json::parse(server_->control("GET", "watches").body))
+    EXPECT_GE(std::stol(w["query"]["resourceVersion"].get<std::string>()), windowStart) << w.dump();
+
+  // Per resource: a watch from the old RV (answered 200 + ERROR 410), then one LIST served from
+  // the watch cache ("not older than" the old RV), never a quorum read from etcd.
+  for (const std::string path : {"/api/v1/nodes", "/api/v1/pods"}) {
+    std::vector<json> lists;
+    for (const auto& req : requests())
+      if (req["path"] == path && !req["query"].contains("watch")) lists.push_back(req);
+    ASSERT_EQ(lists.size(), 1u) << path << ": " << requests().dump();
+    ASSERT_TRUE(lists[0]["query"].contains("resourceVersion")) << lists[0].dump();
+    EXPECT_LT(std::stol(lists[0]["query"]["resourceVersion"].get<std::string>()), windowStart);
+    EXPECT_FALSE(lists[0]["query"].contains("limit")) << "a limit would make it read etcd";
+  }
+  EXPECT_EQ(agent->metric(R"(okna_k8s_informer_relists_total{reason="expired",resource="nodes"})"),
+            1);
+  EXPECT_EQ(agent->metric(R"(okna_k8s_informer_relists_total{reason="expired",resource="pods"})"),
+            1);
+  EXPECT_EQ(agent->metric(
+                R"(okna_k8s_informer_errors_total{reason="watch-error-event",resource="pods"})"),
+            0);
+  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
+  ASSERT_EQ(server_
+                ->admin("PATCH", "/api/v1/nodes/lab-1",
+                        R"({"metadata":{"labels":{"node-role.openkeel.io/provisioning":""}}})")
+                .status,
+            200);
+  EXPECT_TRUE(waitFor([&] { return hasRole(*agent, "provisioning"); }, 10s)) << agent->log();
 }
 
 TEST_F(AgentK8sTest, SigtermStopsCleanly) {

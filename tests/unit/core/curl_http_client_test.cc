@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/buffers_iterator.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/streambuf.hpp>
 #include <boost/asio/write.hpp>
@@ -45,6 +47,47 @@ class OneShotServer {
     });
   }
   tcp::acceptor acceptor_;
+  std::string response_;
+};
+
+// Reads the whole request body (Content-Length) before it answers, as most servers do.
+class BodyReadingServer {
+ public:
+  explicit BodyReadingServer(asio::io_context& io)
+      : acceptor_(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
+    acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
+      if (ec) return;
+      socket_ = std::make_unique<tcp::socket>(std::move(socket));
+      asio::async_read_until(*socket_, buf_, "\r\n\r\n", [this](auto e, std::size_t headerEnd) {
+        if (e) return;
+        const std::string head(asio::buffers_begin(buf_.data()),
+                               asio::buffers_begin(buf_.data()) + headerEnd);
+        const auto p = head.find("Content-Length: ");
+        const std::size_t length = std::stoul(head.substr(p + 16));
+        buf_.consume(headerEnd);
+        const std::size_t have = buf_.size();
+        asio::async_read(*socket_, buf_, asio::transfer_exactly(length - have),
+                         [this, length](auto e2, std::size_t) {
+                           if (e2) return;
+                           received = buf_.size();
+                           response_ = "HTTP/1.1 200 OK\r\nContent-Length: " +
+                                       std::to_string(std::to_string(length).size()) +
+                                       "\r\nConnection: close\r\n\r\n" + std::to_string(length);
+                           asio::async_write(*socket_, asio::buffer(response_),
+                                             [this](auto, std::size_t) { socket_->close(); });
+                         });
+      });
+    });
+  }
+  std::string url() const {
+    return "http://127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port()) + "/";
+  }
+  std::size_t received = 0;
+
+ private:
+  tcp::acceptor acceptor_;
+  std::unique_ptr<tcp::socket> socket_;
+  asio::streambuf buf_;
   std::string response_;
 };
 
@@ -90,6 +133,31 @@ TEST(CurlHttpClientTest, ADoneCallbackThatThrowsIsContained) {
   EXPECT_EQ(done, 2);
   EXPECT_EQ(http.callbackErrors(), 1u);
   EXPECT_EQ(http.inFlight(), 0u);
+}
+
+TEST(CurlHttpClientTest, AnUploadWaitsForWritabilityWhileItAlsoWaitsForAnAnswer) {
+  // curl watches an uploading socket in both directions (an early answer ends the upload).
+  // Once the socket buffers are full, only writability (the server draining them, on this very
+  // loop) lets the upload go on: a wait for readability alone would never end.
+  asio::io_context io;
+  BodyReadingServer server(io);
+  CurlHttpClient http(io);
+  HttpRequest r;
+  r.method = "POST";
+  r.url = server.url();
+  r.body.assign(64u << 20, 'x');
+  r.totalTimeout = std::chrono::seconds(60);
+  std::optional<Result<HttpResponse>> done;
+  http.send(r, {nullptr, nullptr, [&](Result<HttpResponse> res) {
+                  done = std::move(res);
+                  io.stop();
+                }});
+  io.run();
+  ASSERT_TRUE(done.has_value());
+  ASSERT_TRUE(done->ok()) << done->error().message;
+  EXPECT_EQ((*done)->status, 200);
+  EXPECT_EQ((*done)->body, std::to_string(64u << 20));
+  EXPECT_EQ(server.received, 64u << 20);
 }
 
 }  // namespace

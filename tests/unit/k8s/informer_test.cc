@@ -108,8 +108,10 @@ TEST_F(InformerTest, ListThenWatchRecordedStreamInArbitraryPieces) {
   informer->start();
   auto listReq = nextRequest();
   ASSERT_TRUE(listReq);
-  EXPECT_EQ(listReq->request.url,
-            "https://127.0.0.1:6443/api/v1/nodes?limit=500&fieldSelector=metadata.name%3Dn1");
+  EXPECT_EQ(
+      listReq->request.url,
+      "https://127.0.0.1:6443/api/v1/nodes?resourceVersion=0&fieldSelector=metadata.name%3Dn1")
+      << "the first LIST comes from the watch cache (resourceVersion=0), unpaged, as client-go's";
   EXPECT_EQ(listReq->request.headers.at("Authorization"), "Bearer t");
   const std::string listBody =
       okna::testing::transcriptBody(kTranscripts + "02a-node-list-before-watch.txt");
@@ -175,6 +177,9 @@ TEST_F(InformerTest, ExpiredWatchRelistsWithoutLosingEvents) {
   ASSERT_TRUE(relist);
   EXPECT_EQ(param(relist->request.url, "watch"), "<absent>");
   EXPECT_EQ(param(relist->request.url, "continue"), "<absent>");
+  // From the cache, not older than what was seen; no limit (a limit would make it read etcd).
+  EXPECT_EQ(param(relist->request.url, "resourceVersion"), "10");
+  EXPECT_EQ(param(relist->request.url, "limit"), "<absent>");
   seen_.clear();
   // While the watch was gone: a was deleted, b changed, c was created.
   relist->reply(200, list("20", {{"b", "15"}, {"c", "16"}}));
@@ -224,9 +229,16 @@ TEST_F(InformerTest, ServerErrorsBackOffAndHonourRetryAfterFloor) {
     ASSERT_TRUE(l);
     l->reply(503, R"({"kind":"Status","message":"unavailable","code":503})");
     EXPECT_EQ(http_.next(), nullptr) << "a failed LIST must not be retried at once";
+    EXPECT_LE(informer->retryDelay().count(), 5) << "the backoff (1-5 ms here) alone";
   }
   EXPECT_NE(informer->lastError().find("HTTP 503 on list nodes: unavailable"), std::string::npos)
       << informer->lastError();
+  // 04k's answer: 504 with Retry-After: 1. The 1-5 ms backoff is raised to the server's 1 s.
+  auto l = nextRequest();
+  l->reply(504, okna::testing::transcriptBody(kTranscripts + "04k-pod-list-future-rv.txt"),
+           {{"retry-after", "1"}});
+  EXPECT_EQ(informer->retryDelay().count(), 1000);
+  EXPECT_EQ(http_.next(), nullptr);
   nextRequest()->reply(200, list("1", {}));
   EXPECT_TRUE(informer->lastError().empty());
 }
@@ -432,6 +444,126 @@ TEST_F(InformerTest, FieldsOfUnexpectedTypesInServerDataNeverThrow) {
             R"({"type":"ERROR","object":{"kind":"Status","code":"410","message":[]}})"
             "\n"}));
   EXPECT_EQ(informer->resourceVersion(), "10");
+}
+
+TEST_F(InformerTest, WhenTheCacheCannotAnswerAQuorumListIsPaged) {
+  auto informer = make("pods", "/api/v1/pods", "spec.nodeName=n1");
+  informer->start();
+  nextRequest()->reply(200, list("10", {{"p1", "9"}}));
+  auto w = nextRequest();
+  w->reply(410, R"({"kind":"Status","code":410,"reason":"Expired"})");
+  auto relist = nextRequest();
+  EXPECT_EQ(param(relist->request.url, "resourceVersion"), "10");
+  relist->reply(410, okna::testing::transcriptBody(kTranscripts +
+                                                   "04g-pod-list-exact-rv-after-compaction.txt"));
+  // At once, from etcd (no resourceVersion), in pages.
+  auto page1 = http_.next();
+  ASSERT_TRUE(page1) << "one fallback to a quorum list, at once";
+  EXPECT_EQ(param(page1->request.url, "resourceVersion"), "<absent>");
+  EXPECT_EQ(param(page1->request.url, "limit"), "500");
+  EXPECT_EQ(param(page1->request.url, "continue"), "<absent>");
+  page1->reply(200, list("30", {{"p1", "9"}}, "page-2"));
+  auto page2 = nextRequest();
+  EXPECT_EQ(param(page2->request.url, "continue"), "page-2");
+  EXPECT_EQ(param(page2->request.url, "limit"), "500");
+  EXPECT_EQ(param(page2->request.url, "resourceVersion"), "<absent>")
+      << "a continue token carries its own resourceVersion";
+  page2->reply(200, list("30", {{"p2", "29"}}));
+  EXPECT_EQ(informer->items().size(), 2u);
+  auto w2 = nextRequest();
+  EXPECT_EQ(param(w2->request.url, "resourceVersion"), "30");
+  // The next relist asks the cache again.
+  w2->stream(200, {R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"31"}}})"
+                   "\n"});
+  w2->reply(410, "");
+  EXPECT_EQ(param(nextRequest()->request.url, "resourceVersion"), "31");
+}
+
+TEST_F(InformerTest, AnExpiredContinueTokenRestartsTheListAfterABackoff) {
+  auto informer = make("pods", "/api/v1/pods", "spec.nodeName=n1");
+  informer->start();
+  // A server that pages even the cached list (watch cache disabled).
+  nextRequest()->reply(200, list("10", {{"p1", "9"}}, "tok"));
+  auto page2 = nextRequest();
+  page2->reply(410, okna::testing::transcriptBody(kTranscripts +
+                                                  "04f-pod-list-continue-after-compaction.txt"));
+  EXPECT_EQ(http_.next(), nullptr) << "not at once";
+  EXPECT_GT(informer->retryDelay().count(), 0);
+  auto again = nextRequest();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(param(again->request.url, "continue"), "<absent>");
+  EXPECT_EQ(param(again->request.url, "resourceVersion"), "<absent>");
+  EXPECT_EQ(param(again->request.url, "limit"), "500");
+  again->reply(410, okna::testing::transcriptBody(kTranscripts +
+                                                  "04f-pod-list-continue-after-compaction.txt"));
+  EXPECT_EQ(http_.next(), nullptr) << "every restart waits";
+  EXPECT_TRUE(informer->items().empty());
+  EXPECT_FALSE(informer->hasSynced());
+}
+
+TEST_F(InformerTest, TooLargeResourceVersionFallsBackToAQuorumList) {
+  auto informer = make("pods", "/api/v1/pods", "spec.nodeName=n1");
+  informer->start();
+  nextRequest()->reply(200, list("1000", {}));
+  nextRequest()->reply(410, "");
+  auto relist = nextRequest();
+  EXPECT_EQ(param(relist->request.url, "resourceVersion"), "1000");
+  // 04k: the cache is behind what the agent saw (etcd restored from a backup).
+  relist->reply(504, okna::testing::transcriptBody(kTranscripts + "04k-pod-list-future-rv.txt"));
+  auto quorum = nextRequest();
+  ASSERT_TRUE(quorum);
+  EXPECT_EQ(param(quorum->request.url, "resourceVersion"), "<absent>");
+}
+
+TEST_F(InformerTest, AWatchClosedAtOnceIsRetriedWithGrowingBackoffNotAtOnce) {
+  auto informer = make("nodes", "/api/v1/nodes", "");
+  informer->start();
+  nextRequest()->reply(200, list("10", {}));
+  std::vector<long> delays;
+  for (int i = 0; i < 4; ++i) {
+    auto w = nextRequest();
+    ASSERT_TRUE(w);
+    EXPECT_EQ(param(w->request.url, "watch"), "true");
+    now_ += std::chrono::milliseconds(20);
+    w->reply(200, "");  // a proxy ends it at once: 200, no event
+    EXPECT_EQ(http_.next(), nullptr) << "attempt " << i << " was retried at once";
+    delays.push_back(informer->retryDelay().count());
+  }
+  EXPECT_NE(informer->lastError().find("ended after 20 ms without an event"), std::string::npos)
+      << informer->lastError();
+  EXPECT_EQ(metric(R"(okna_k8s_informer_errors_total{reason="request",resource="nodes"})"), "4");
+  // The backoff was not reset between them: 1, 2, 4, then the 5 ms cap (with jitter).
+  EXPECT_GE(delays.back(), 2) << delays[0] << " " << delays[1] << " " << delays[2];
+  // A watch that ran its course (here: two seconds, no event) is followed at once by the next.
+  auto w = nextRequest();
+  w->stream(200, {});
+  now_ += std::chrono::seconds(2);
+  w->finish();
+  EXPECT_TRUE(http_.next()) << "a healthy watch end is followed by the next watch at once";
+}
+
+TEST_F(InformerTest, ExpiringAgainRightAfterARelistBacksOff) {
+  auto informer = make("nodes", "/api/v1/nodes", "");
+  informer->start();
+  nextRequest()->reply(200, list("10", {}));
+  const std::string expired = okna::testing::readWholeFile(
+      kTranscripts + "04c-node-watch-too-old-rv-after-restart.events.jsonl");
+  auto w = nextRequest();
+  w->stream(200, {expired});
+  ASSERT_TRUE(http_.next()) << "the first relist is at once";
+  // (the relist above was taken from the queue; answer a fresh one)
+  informer->stop();
+  informer->start();
+  nextRequest()->reply(200, list("10", {}));
+  nextRequest()->stream(200, {expired});
+  auto relist = http_.next();
+  ASSERT_TRUE(relist);
+  relist->reply(200, list("11", {}));
+  nextRequest()->stream(200, {expired});
+  EXPECT_EQ(http_.next(), nullptr) << "410 again with no event since the relist: back off";
+  auto later = nextRequest();
+  ASSERT_TRUE(later);
+  EXPECT_EQ(param(later->request.url, "watch"), "<absent>");
 }
 
 TEST(LineSplitterTest, SplitsAcrossPieces) {

@@ -105,6 +105,18 @@ TEST(DesiredTest, ReservedIsClampedToTotalWithAWarning) {
   EXPECT_EQ(t.nonVmRequests.cpuMillis, 6000) << "the unclamped value stays visible";
 }
 
+TEST(DesiredTest, HugeRequestsSaturateInsteadOfWrappingToNothingReserved) {
+  PlacementConfig cfg;
+  // Each alone saturates at INT64_MAX; their sum used to wrap to a negative, then 0, reserved.
+  auto t = planPlacement(cfg, node("4", "8Gi"),
+                         {pod("a", "12345678901234567890", "12345678901234567890"),
+                          pod("b", "1", "1Gi"), pod("c", "12345678901234567890", "1Ei")});
+  EXPECT_EQ(t.nonVmRequests.cpuMillis, std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(t.nonVmRequests.memoryBytes, std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(t.root.inventories.at("VCPU").reserved, 4);
+  EXPECT_EQ(t.root.inventories.at("MEMORY_MB").reserved, 8192);
+}
+
 TEST(DesiredTest, DedicatedCpus) {
   PlacementConfig cfg;
   auto n = node("16");
