@@ -226,7 +226,8 @@ void Informer::onListPage(core::Result<core::HttpResponse> result) {
   const bool delivered = replace(std::move(listing_));
   listing_.clear();
   succeeded();
-  backoff_.reset();
+  // A relist whose watches keep expiring at once must not start from the shortest delay again.
+  if (!relistedWithoutEvents_) backoff_.reset();
   const bool first = !synced_;
   synced_ = true;
   metrics_
@@ -319,6 +320,7 @@ void Informer::onWatchLine(std::string_view line, unsigned generation) {
   ++watchEvents_;
   relistedWithoutEvents_ = false;
   succeeded();
+  backoff_.reset();
   if (type == "BOOKMARK") {
     if (!rv.empty()) resourceVersion_ = rv;
     return;
@@ -358,6 +360,7 @@ void Informer::failed(const core::HttpResponse& r, const RequestIntent& intent,
                       void (Informer::*what)()) {
   const std::string message = describeFailure(r, intent);
   if (r.status == 401) api_.credentialsRejected();
+  lastError_ = message;
   if ((r.status == 401 || r.status == 403 || r.status == 400) && handler_.onError)
     deliver("error", "", [&] { handler_.onError(message); });
   retry(what, message, retryAfter(r));
