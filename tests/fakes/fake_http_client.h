@@ -24,8 +24,9 @@ class FakeHttpClient final : public core::HttpClient {
                 const core::HttpHeaders& headers = {}) {
       if (cancelled) return;
       response.status = status;
-      response.headers = headers;
-      if (callbacks.onHeaders) callbacks.onHeaders(status, headers);
+      // Added to what the test may have put in `response.headers` directly.
+      for (const auto& [name, value] : headers) response.headers[name] = value;
+      if (callbacks.onHeaders) callbacks.onHeaders(status, response.headers);
       for (const auto& piece : pieces) {
         if (cancelled) return;
         if (callbacks.onData) {

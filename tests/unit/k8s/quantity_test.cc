@@ -66,7 +66,7 @@ TEST(QuantityTest, SaturatesInsteadOfOverflowing) {
 
 TEST(QuantityTest, RejectsAbsurdExponents) {
   for (const char* bad :
-       {"1e999", "1e-999", "1e31", "1e-31", "2.5e29k", "0.00000000000000000000000000000000001"}) {
+       {"1e999", "1e-999", "1e31", "1e-31", "0.5e-30", "0.00000000000000000000000000000000001"}) {
     auto q = Quantity::parse(bad);
     ASSERT_FALSE(q.ok()) << bad;
     EXPECT_NE(q.error().message.find("exponent out of range"), std::string::npos)
