@@ -138,6 +138,8 @@ AgentConfig parseRoot(const YamlField& root) {
   }
   if (auto v = root.get("logging")) c.logging = parseLogging(*v);
   if (auto v = root.get("placement")) c.placement = placement::parsePlacementConfig(*v);
+  // The profile that keeps a node's kubelet from granting roles also keeps it from granting traits.
+  c.placement.trustedTraitsOnly = c.nodeRoles.profile == RoleProfile::Hardened;
   if (auto v = root.get("ovs")) c.ovs = ovsdb::parseOvsConfig(*v);
   if (auto v = root.get("metadata")) c.metadata = metadata::parseMetadataConfig(*v);
   return c;

@@ -300,9 +300,17 @@ DesiredProviderTree planPlacement(const PlacementConfig& config, const k8s::Node
       const std::string alt = "HW_CPU_X86_" + upper(feature, false, '_');
       if (!novaCpuTraitsMapping().count(feature) && alt != traits.front())
         t.traitAlternatives[traits.front()] = alt;
-    } else if (key.starts_with(kTraitLabelPrefix)) {
-      const std::string trait = key.substr(std::string(kTraitLabelPrefix).size());
-      if (isTraitNameShape(trait) && (!trait.starts_with("CUSTOM_") || isCustomTraitName(trait))) {
+    } else if (key.starts_with(kTraitLabelPrefix) || key.starts_with(kTrustedTraitLabelPrefix)) {
+      const bool trusted = key.starts_with(kTrustedTraitLabelPrefix);
+      const std::string trait =
+          key.substr(std::string(trusted ? kTrustedTraitLabelPrefix : kTraitLabelPrefix).size());
+      if (!trusted && config.trustedTraitsOnly) {
+        w.push_back("label " + key +
+                    " ignored: under the hardened profile the node's own kubelet could set it; "
+                    "use " +
+                    kTrustedTraitLabelPrefix + trait);
+      } else if (isTraitNameShape(trait) &&
+                 (!trait.starts_with("CUSTOM_") || isCustomTraitName(trait))) {
         t.root.traits.insert(trait);
       } else {
         w.push_back("label " + key + ": \"" + trait +

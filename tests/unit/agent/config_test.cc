@@ -74,4 +74,13 @@ TEST(ConfigTest, ListenAddressForms) {
 }
 
 }  // namespace
+TEST(ConfigTest, HardenedProfileTakesTraitsOnlyFromProtectedLabels) {
+  auto hardened = parseConfig("nodeRoles: {profile: hardened}\n", "agent.yaml");
+  ASSERT_TRUE(hardened.ok()) << hardened.error().message;
+  EXPECT_TRUE(hardened->placement.trustedTraitsOnly);
+  auto open = parseConfig("nodeRoles: {profile: default}\n", "agent.yaml");
+  ASSERT_TRUE(open.ok()) << open.error().message;
+  EXPECT_FALSE(open->placement.trustedTraitsOnly);
+}
+
 }  // namespace okna::agent

@@ -220,6 +220,32 @@ TEST(DesiredTest, Traits) {
   EXPECT_EQ(t.warnings.size(), 2u);
 }
 
+TEST(DesiredTest, UnderTheHardenedProfileTraitsComeOnlyFromKeysAKubeletCannotSet) {
+  auto n = node();
+  n.labels = {{"trait.openkeel.io/CUSTOM_TRUSTED_HOST", ""},
+              {"node-restriction.kubernetes.io/openkeel-trait-CUSTOM_GPU_LAB", ""},
+              {"node-restriction.kubernetes.io/openkeel-trait-custom_lower", ""}};
+  PlacementConfig cfg;
+  cfg.capabilityTraits = {};
+  // Default profile: both spellings count.
+  auto open = planPlacement(cfg, n, {});
+  EXPECT_EQ(open.root.traits, (Traits{"COMPUTE_NODE", "CUSTOM_GPU_LAB", "CUSTOM_TRUSTED_HOST"}));
+  // Hardened: a compromised kubelet could set trait.openkeel.io/* on its own Node and attract
+  // VMs that require the trait; only node-restriction.kubernetes.io/ keys count.
+  cfg.trustedTraitsOnly = true;
+  auto hardened = planPlacement(cfg, n, {});
+  EXPECT_EQ(hardened.root.traits, (Traits{"COMPUTE_NODE", "CUSTOM_GPU_LAB"}));
+  ASSERT_EQ(hardened.warnings.size(), 2u);
+  EXPECT_NE(hardened.warnings[0].find("label node-restriction.kubernetes.io/openkeel-trait-"
+                                      "custom_lower: \"custom_lower\" is not a trait name"),
+            std::string::npos)
+      << hardened.warnings[0];
+  EXPECT_EQ(hardened.warnings[1],
+            "label trait.openkeel.io/CUSTOM_TRUSTED_HOST ignored: under the hardened profile the "
+            "node's own kubelet could set it; use "
+            "node-restriction.kubernetes.io/openkeel-trait-CUSTOM_TRUSTED_HOST");
+}
+
 // nova/virt/libvirt/utils.py CPU_TRAITS_MAPPING (python3-nova, Zed), every entry, written out
 // independently of the implementation's table.
 TEST(DesiredTest, CpuFeaturesAsNovaSpellsThem) {
