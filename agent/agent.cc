@@ -43,45 +43,51 @@ Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& 
     c.watchTimeoutMin = config_.kubernetes.watchTimeoutMin;
     c.watchTimeoutMax = config_.kubernetes.watchTimeoutMax;
     c.backoff = config_.kubernetes.backoff;
+    c.failingAfter = config_.kubernetes.failingAfter;
     return c;
   };
   // Before the first sync, /readyz?verbose says why an informer is stuck (RBAC, credentials).
-  const auto notReadyBecause = [this](std::string component,
-                                      const std::unique_ptr<k8s::Informer>& informer) {
-    return [this, component, &informer](const std::string& error) {
-      if (!informer->hasSynced()) health_.setReady(component, false, error);
-    };
-  };
+  const auto notReady = [this](const std::string&) { updateInformerReadiness(); };
   nodeInformer_ = std::make_unique<k8s::Informer>(
       io_, api_, informerConfig("nodes", "/api/v1/nodes", "metadata.name=" + config_.nodeName),
       metrics_,
-      k8s::Informer::Handler{
-          [this](auto type, const json& o) { onNodeEvent(type, o); },
-          [this] {
-            // Synced but empty: the name is wrong or the Node is gone.
-            health_.setReady("node-informer", node_.has_value(),
-                             node_ ? "synced" : "Node " + config_.nodeName + " not found");
-            if (!node_)
-              core::logger("agent")->warn("Node {} does not exist; waiting for it to appear",
-                                          config_.nodeName);
-            replan("node-sync");
-          },
-          notReadyBecause("node-informer", nodeInformer_)});
+      k8s::Informer::Handler{[this](auto type, const json& o) { onNodeEvent(type, o); },
+                             [this] {
+                               // Synced but empty: the name is wrong or the Node is gone.
+                               if (!node_) {
+                                 nodeAbsent_ = "Node " + config_.nodeName + " not found";
+                                 core::logger("agent")->warn(
+                                     "Node {} does not exist; waiting for it to appear",
+                                     config_.nodeName);
+                               }
+                               updateInformerReadiness();
+                               replan("node-sync");
+                             },
+                             notReady});
   podInformer_ = std::make_unique<k8s::Informer>(
       io_, api_, informerConfig("pods", "/api/v1/pods", "spec.nodeName=" + config_.nodeName),
       metrics_,
       k8s::Informer::Handler{[this](auto type, const json& o) { onPodEvent(type, o); },
                              [this] {
-                               health_.setReady("pod-informer", true, "synced");
+                               updateInformerReadiness();
                                replan("pod-sync");
                              },
-                             notReadyBecause("pod-informer", podInformer_)});
+                             notReady});
   placement_ =
       std::make_unique<placement::Reconciler>(io_, http, config_.placement, metrics_, health_);
   placement_->setEventSink(
       [this](const std::string& type, const std::string& reason, const std::string& message) {
         events_.record(type, reason, message);
       });
+  // Every series the README lists exists from the start, at 0.
+  for (const auto& role : roleNames())
+    metrics_.gauge("okna_agent_role", "1 when the node has the role", {{"role", role}});
+  for (const char* trigger : {"node-sync", "pod-sync", "node", "pod"})
+    metrics_.counter("okna_agent_reconcile_total", "Plans computed, by trigger",
+                     {{"trigger", trigger}});
+  metrics_.histogram("okna_agent_reconcile_duration_seconds",
+                     "Time to compute a plan and hand it to the appliers");
+  metrics_.counter("okna_agent_loop_exceptions_total", "Exceptions caught at the event loop");
 }
 
 Agent::~Agent() {
@@ -123,8 +129,27 @@ void Agent::stop() {
   if (chassis_) chassis_->stop();
 }
 
+void Agent::updateInformerReadiness() {
+  const auto check = [](k8s::Informer& informer) -> std::pair<bool, std::string> {
+    const k8s::Informer::Health h = informer.health();
+    if (!informer.hasSynced())
+      return {false, informer.lastError().empty() ? "not synced yet" : informer.lastError()};
+    if (!h.ok) return {false, h.detail};
+    return {true, "synced"};
+  };
+  auto [nodeOk, nodeDetail] = check(*nodeInformer_);
+  if (nodeOk && !node_) {
+    nodeOk = false;
+    nodeDetail = nodeAbsent_;
+  }
+  health_.setReady("node-informer", nodeOk, nodeDetail);
+  const auto [podOk, podDetail] = check(*podInformer_);
+  health_.setReady("pod-informer", podOk, podDetail);
+}
+
 void Agent::beat() {
   health_.beat("event-loop");
+  updateInformerReadiness();
   heartbeat_.expires_after(kHeartbeatPeriod);
   heartbeat_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) beat();
@@ -138,7 +163,8 @@ void Agent::onNodeEvent(k8s::Informer::EventType type, const json& object) {
     core::logger("agent")->error(
         "Node {} was deleted; keeping the last known state until it returns", config_.nodeName);
     node_.reset();
-    health_.setReady("node-informer", false, "Node " + config_.nodeName + " was deleted");
+    nodeAbsent_ = "Node " + config_.nodeName + " was deleted";
+    updateInformerReadiness();
     return;
   }
   auto node = k8s::parseNode(object, "Node " + config_.nodeName);
@@ -149,7 +175,7 @@ void Agent::onNodeEvent(k8s::Informer::EventType type, const json& object) {
   node_ = std::move(*node);
   events_.setNodeUid(node_->uid);
   if (nodeInformer_->hasSynced()) {
-    health_.setReady("node-informer", true, "synced");
+    updateInformerReadiness();
     replan("node");
   }
 }

@@ -53,6 +53,8 @@ class Agent {
   // /debug/plan: the last plan, plus the metadata service's live state.
   nlohmann::json debugPlan() const;
   void beat();
+  // /readyz for the informers, from their state: on every change and every heartbeat.
+  void updateInformerReadiness();
 
   boost::asio::io_context& io_;
   AgentConfig config_;
@@ -71,6 +73,8 @@ class Agent {
   std::unique_ptr<MetadataService> metadata_;
   boost::asio::steady_timer heartbeat_;
   std::optional<k8s::NodeInfo> node_;
+  // Why the node informer is not ready although synced (the Node is missing).
+  std::string nodeAbsent_;
   std::map<std::string, k8s::PodInfo> pods_;
   std::optional<Plan> plan_;
   std::vector<PlanListener> listeners_;

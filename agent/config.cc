@@ -86,7 +86,7 @@ RolesConfig parseRoles(const YamlField& f) {
 }
 
 KubernetesConfig parseKubernetes(const YamlField& f) {
-  f.expectKeys({"kubeconfig", "context", "watchTimeoutSeconds", "backoff"});
+  f.expectKeys({"kubeconfig", "context", "watchTimeoutSeconds", "backoff", "failingAfterSeconds"});
   KubernetesConfig c;
   if (auto v = f.get("kubeconfig")) c.kubeconfig = v->asString();
   if (auto v = f.get("context")) c.context = v->asString();
@@ -103,6 +103,8 @@ KubernetesConfig parseKubernetes(const YamlField& f) {
     if (auto v = b->get("maxMs")) c.backoff.max = std::chrono::milliseconds(v->asInt(10, 3600000));
     if (c.backoff.max < c.backoff.initial) b->fail("maxMs must be >= initialMs");
   }
+  if (auto v = f.get("failingAfterSeconds"))
+    c.failingAfter = std::chrono::seconds(v->asInt(1, 3600));
   return c;
 }
 
@@ -136,6 +138,8 @@ AgentConfig parseRoot(const YamlField& root) {
   }
   if (auto v = root.get("logging")) c.logging = parseLogging(*v);
   if (auto v = root.get("placement")) c.placement = placement::parsePlacementConfig(*v);
+  // The profile that keeps a node's kubelet from granting roles also keeps it from granting traits.
+  c.placement.trustedTraitsOnly = c.nodeRoles.profile == RoleProfile::Hardened;
   if (auto v = root.get("ovs")) c.ovs = ovsdb::parseOvsConfig(*v);
   if (auto v = root.get("metadata")) c.metadata = metadata::parseMetadataConfig(*v);
   return c;

@@ -23,6 +23,8 @@ struct KubernetesConfig {
   std::chrono::seconds watchTimeoutMin{240};
   std::chrono::seconds watchTimeoutMax{480};
   core::BackoffConfig backoff;
+  // An informer failing (no LIST, no WATCH) for this long makes /readyz fail until it recovers.
+  std::chrono::seconds failingAfter{60};
 };
 
 struct HealthConfig {

@@ -11,6 +11,7 @@
 #include "agent/dry_run.h"
 #include "core/curl_http_client.h"
 #include "core/logging.h"
+#include "core/run_loop.h"
 #include "k8s/credentials.h"
 
 namespace {
@@ -128,7 +129,11 @@ int main(int argc, char** argv) {
     agent.stop();
     io.stop();
   });
-  io.run();
+  core::runLoop(io, [&](const std::string&) {
+    agent.metrics()
+        .counter("okna_agent_loop_exceptions_total", "Exceptions caught at the event loop")
+        .inc();
+  });
   core::logger("agent")->info("stopped");
   return 0;
 }

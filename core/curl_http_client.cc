@@ -9,6 +9,8 @@
 #include <cctype>
 #include <stdexcept>
 
+#include "core/logging.h"
+
 namespace okna::core {
 
 namespace asio = boost::asio;
@@ -57,7 +59,10 @@ struct CurlHttpClient::Socket {
   curl_socket_t fd;
   // CURL_POLL_IN / CURL_POLL_OUT / CURL_POLL_INOUT, as curl last asked.
   int what = 0;
-  bool waiting = false;
+  // A readiness check is posted; a wait per direction is pending.
+  bool posted = false;
+  bool waitingIn = false;
+  bool waitingOut = false;
 };
 
 struct CurlHttpClient::Transfer final : HttpRequestHandle, std::enable_shared_from_this<Transfer> {
@@ -77,10 +82,28 @@ struct CurlHttpClient::Transfer final : HttpRequestHandle, std::enable_shared_fr
     if (callbacks.onHeaders) callbacks.onHeaders(response.status, response.headers);
   }
 
+  // A caller's callback that throws must not unwind through libcurl (C code) nor out of the
+  // event loop: the transfer fails with the exception's message instead.
+  template <typename F>
+  bool guarded(F&& call) {
+    try {
+      call();
+      return true;
+    } catch (const std::exception& e) {
+      callbackError = e.what();
+    } catch (...) {
+      callbackError = "unknown exception";
+    }
+    ++client->callbackErrors_;
+    logger("http")->error("{} {}: a callback threw: {}", request.method, request.url,
+                          callbackError);
+    return false;
+  }
+
   static size_t onHeaderLine(char* data, size_t size, size_t n, void* self) {
     auto* t = static_cast<Transfer*>(self);
     const std::string_view line(data, size * n);
-    if (t->cancelled) return 0;
+    if (t->cancelled || !t->callbackError.empty()) return 0;
     if (line.starts_with("HTTP/")) {
       // A new header block (after a 100 Continue, for example) replaces the previous one.
       t->response.headers.clear();
@@ -88,7 +111,7 @@ struct CurlHttpClient::Transfer final : HttpRequestHandle, std::enable_shared_fr
       t->response.status =
           sp == std::string_view::npos ? 0 : std::strtol(line.data() + sp + 1, nullptr, 10);
     } else if (trim(line).empty()) {
-      if (t->response.status >= 200) t->deliverHeaders();
+      if (t->response.status >= 200 && !t->guarded([t] { t->deliverHeaders(); })) return 0;
     } else if (auto colon = line.find(':'); colon != std::string_view::npos) {
       t->response.headers[lower(trim(line.substr(0, colon)))] =
           std::string(trim(line.substr(colon + 1)));
@@ -98,13 +121,16 @@ struct CurlHttpClient::Transfer final : HttpRequestHandle, std::enable_shared_fr
 
   static size_t onBody(char* data, size_t size, size_t n, void* self) {
     auto* t = static_cast<Transfer*>(self);
-    if (t->cancelled) return 0;
-    t->deliverHeaders();
-    if (t->callbacks.onData) {
-      t->callbacks.onData(std::string_view(data, size * n));
-    } else {
-      t->response.body.append(data, size * n);
-    }
+    if (t->cancelled || !t->callbackError.empty()) return 0;
+    const bool ok = t->guarded([&] {
+      t->deliverHeaders();
+      if (t->callbacks.onData) {
+        t->callbacks.onData(std::string_view(data, size * n));
+      } else {
+        t->response.body.append(data, size * n);
+      }
+    });
+    if (!ok) return 0;
     // Returning less than given makes curl abort the transfer (CURLE_WRITE_ERROR).
     return t->cancelled ? 0 : size * n;
   }
@@ -118,6 +144,8 @@ struct CurlHttpClient::Transfer final : HttpRequestHandle, std::enable_shared_fr
   HttpCallbacks callbacks;
   HttpResponse response;
   char errorBuffer[CURL_ERROR_SIZE] = {0};
+  // What a callback threw (the transfer was aborted for it).
+  std::string callbackError;
   bool headersDelivered = false;
   bool cancelled = false;
   bool finished = false;
@@ -251,8 +279,10 @@ HttpRequestHandlePtr CurlHttpClient::send(HttpRequest request, HttpCallbacks cal
       remove(t);
       t->finished = true;
       if (t->callbacks.onDone)
-        t->callbacks.onDone(
-            makeError(std::string("curl_multi_add_handle: ") + curl_multi_strerror(rc), rc));
+        t->guarded([&] {
+          t->callbacks.onDone(
+              makeError(std::string("curl_multi_add_handle: ") + curl_multi_strerror(rc), rc));
+        });
     }
   });
   return t;
@@ -297,31 +327,47 @@ int CurlHttpClient::onCloseSocket(void* self, curl_socket_t fd) {
 }
 
 void CurlHttpClient::armSocket(const std::shared_ptr<Socket>& s) {
-  if (s->waiting || s->what == 0) return;
+  if (s->what == 0 || s->posted) return;
+  const bool wantIn = (s->what & CURL_POLL_IN) != 0;
+  const bool wantOut = (s->what & CURL_POLL_OUT) != 0;
+  // curl changed direction while a wait was pending: that wait could hold the socket until
+  // the other direction happens to be ready. Cancel it; its handler arms what curl wants now.
+  if ((s->waitingIn && !wantIn) || (s->waitingOut && !wantOut)) {
+    s->sd.cancel();
+    return;
+  }
   if (readyNow(s->fd, s->what)) {
-    s->waiting = true;
+    s->posted = true;
     asio::post(io_, [this, alive = std::weak_ptr<bool>(alive_), weak = std::weak_ptr<Socket>(s)] {
       auto sp = weak.lock();
       if (!alive.lock() || !sp) return;
-      sp->waiting = false;
+      sp->posted = false;
       socketAction(sp->fd, 0);  // curl checks the socket itself when given no event mask
     });
     return;
   }
-  const auto waitType = (s->what & CURL_POLL_IN) ? asio::posix::descriptor_base::wait_read
-                                                 : asio::posix::descriptor_base::wait_write;
-  s->waiting = true;
-  // An INOUT socket waits for readability first; readyNow() catches writability right after.
-  s->sd.async_wait(waitType,
-                   [this, alive = std::weak_ptr<bool>(alive_),
-                    weak = std::weak_ptr<Socket>(s)](const boost::system::error_code& ec) {
-                     auto sp = weak.lock();
-                     if (!alive.lock() || !sp) return;
-                     sp->waiting = false;
-                     if (ec) return;  // aborted: the socket was released
-                     int events = (sp->what & CURL_POLL_IN) ? CURL_CSELECT_IN : CURL_CSELECT_OUT;
-                     socketAction(sp->fd, events);
-                   });
+  // A socket that wants both directions (an upload that may be answered early) waits for both:
+  // whichever comes first wakes curl.
+  const auto wait = [this, &s](bool in) {
+    (in ? s->waitingIn : s->waitingOut) = true;
+    s->sd.async_wait(
+        in ? asio::posix::descriptor_base::wait_read : asio::posix::descriptor_base::wait_write,
+        [this, in, alive = std::weak_ptr<bool>(alive_),
+         weak = std::weak_ptr<Socket>(s)](const boost::system::error_code& ec) {
+          auto sp = weak.lock();
+          // Gone: the client, or the socket (released by forgetSocket, which aborts the wait).
+          if (!alive.lock() || !sp) return;
+          (in ? sp->waitingIn : sp->waitingOut) = false;
+          const int flag = in ? CURL_POLL_IN : CURL_POLL_OUT;
+          // Cancelled for a change of direction, or no longer wanted: arm what curl wants now.
+          if (ec == asio::error::operation_aborted || (!ec && (sp->what & flag) == 0))
+            return armSocket(sp);
+          if (ec) return;
+          socketAction(sp->fd, in ? CURL_CSELECT_IN : CURL_CSELECT_OUT);
+        });
+  };
+  if (wantIn && !s->waitingIn) wait(true);
+  if (wantOut && !s->waitingOut) wait(false);
 }
 
 void CurlHttpClient::socketAction(curl_socket_t fd, int events) {
@@ -393,12 +439,28 @@ void CurlHttpClient::drainCompleted() {
     if (t->cancelled) continue;
     t->finished = true;
     if (!t->callbacks.onDone) continue;
-    if (rc != CURLE_OK) {
+    if (!t->callbackError.empty()) {
+      t->guarded([&] {
+        t->callbacks.onDone(makeError(
+            t->request.method + " " + t->request.url + ": a callback threw: " + t->callbackError,
+            CURLE_WRITE_ERROR));
+      });
+    } else if (rc != CURLE_OK) {
       std::string detail = t->errorBuffer[0] != 0 ? t->errorBuffer : curl_easy_strerror(rc);
-      t->callbacks.onDone(makeError(t->request.method + " " + t->request.url + ": " + detail, rc));
+      t->guarded([&] {
+        t->callbacks.onDone(
+            makeError(t->request.method + " " + t->request.url + ": " + detail, rc));
+      });
     } else {
-      t->deliverHeaders();
-      t->callbacks.onDone(std::move(t->response));
+      if (t->guarded([&] { t->deliverHeaders(); })) {
+        t->guarded([&] { t->callbacks.onDone(std::move(t->response)); });
+      } else {
+        t->guarded([&] {
+          t->callbacks.onDone(makeError(
+              t->request.method + " " + t->request.url + ": a callback threw: " + t->callbackError,
+              CURLE_WRITE_ERROR));
+        });
+      }
     }
   }
 }

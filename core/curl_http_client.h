@@ -29,6 +29,8 @@ class CurlHttpClient final : public HttpClient {
 
   /** Transfers currently in flight (for tests and metrics). */
   size_t inFlight() const { return transfers_.size(); }
+  /** Callbacks that threw (logged; the transfer failed instead of the loop). */
+  unsigned long callbackErrors() const { return callbackErrors_; }
 
   struct Transfer;
   struct Socket;
@@ -63,6 +65,7 @@ class CurlHttpClient final : public HttpClient {
   std::vector<CURL*> idleEasy_;
   std::unordered_map<curl_socket_t, std::shared_ptr<Socket>> sockets_;
   std::unordered_map<CURL*, std::shared_ptr<Transfer>> transfers_;
+  unsigned long callbackErrors_ = 0;
   // Guards callbacks that outlive the client (posted handlers).
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -33,7 +33,13 @@ bool HealthRegistry::ready() const {
 
 void HealthRegistry::addHeartbeat(const std::string& name, Clock::duration maxSilence) {
   std::lock_guard lock(mutex_);
-  beats_[name] = Beat{maxSilence, Clock::now()};
+  beats_[name] = Beat{maxSilence, Clock::now(), ""};
+}
+
+void HealthRegistry::stopped(const std::string& name, const std::string& reason) {
+  std::lock_guard lock(mutex_);
+  auto it = beats_.find(name);
+  if (it != beats_.end()) it->second.stopped = reason.empty() ? "stopped" : reason;
 }
 
 void HealthRegistry::beat(const std::string& name) {
@@ -47,6 +53,10 @@ std::vector<HealthRegistry::Check> HealthRegistry::liveness(Clock::time_point no
   std::vector<Check> out;
   for (const auto& [name, b] : beats_) {
     const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - b.last);
+    if (!b.stopped.empty()) {
+      out.push_back({name, false, "stopped: " + b.stopped});
+      continue;
+    }
     const bool ok = now - b.last <= b.maxSilence;
     out.push_back({name, ok, "last beat " + std::to_string(silent.count()) + " ms ago"});
   }

@@ -33,6 +33,8 @@ class HealthRegistry {
   /** A thread or loop that must beat at least every `maxSilence`. Thread-safe. */
   void addHeartbeat(const std::string& name, Clock::duration maxSilence);
   void beat(const std::string& name);
+  /** The thread is gone (it threw, or its loop ended): /healthz fails at once. Thread-safe. */
+  void stopped(const std::string& name, const std::string& reason);
   std::vector<Check> liveness(Clock::time_point now = Clock::now()) const;
   bool live(Clock::time_point now = Clock::now()) const;
 
@@ -44,6 +46,8 @@ class HealthRegistry {
   struct Beat {
     Clock::duration maxSilence{};
     Clock::time_point last{};
+    // Set when the thread stopped: why.
+    std::string stopped;
   };
   mutable std::mutex mutex_;
   std::map<std::string, Component> components_;

@@ -102,7 +102,10 @@ core::HttpRequestHandlePtr ApiClient::watch(const std::string& pathAndQuery,
   auto state = std::make_shared<State>();
   state->callbacks = std::move(callbacks);
   core::HttpCallbacks cb;
-  cb.onHeaders = [state](long status, const core::HttpHeaders&) { state->status = status; };
+  cb.onHeaders = [state](long status, const core::HttpHeaders&) {
+    state->status = status;
+    if (state->callbacks.onOpen) state->callbacks.onOpen(status);
+  };
   cb.onData = [state](std::string_view data) {
     if (state->status != 200) {
       state->errorBody.append(data);

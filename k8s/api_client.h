@@ -66,6 +66,8 @@ class ApiClient {
     std::function<void(std::string_view line)> onLine;
     // The end of the stream: for a non-200 answer, the response with its body.
     Callback onDone;
+    // The status line and headers are in (200: the stream is open); optional.
+    std::function<void(long status)> onOpen;
   };
 
   ApiClient(core::HttpClient& http, ClusterConfig config);

@@ -12,6 +12,24 @@ namespace {
 
 // A watch that outlives its server timeout by this much is presumed dead (half-open TCP).
 constexpr milliseconds kWatchSlack{30000};
+// A watch open this long (or one that delivered an event) works: as client-go's reflector, a
+// shorter one without events is a failure, retried with backoff, not at once.
+constexpr milliseconds kMinWatch{1000};
+
+const char* const kEventTypes[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK"};
+const char* const kErrorReasons[] = {"decode", "watch-error-event", "request", "handler"};
+const char* const kRelistReasons[] = {"expired", "decode", "handler"};
+
+// A string member, or "" when it is absent or of another type: server data never throws.
+std::string stringField(const json& o, const char* key) {
+  if (!o.is_object()) return {};
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+long seconds(std::chrono::steady_clock::duration d) {
+  return static_cast<long>(std::chrono::duration_cast<std::chrono::seconds>(d).count());
+}
 
 milliseconds retryAfter(const core::HttpResponse& r) {
   auto it = r.headers.find("retry-after");
@@ -43,8 +61,72 @@ Informer::Informer(boost::asio::io_context& io, ApiClient& api, InformerConfig c
       handler_(std::move(handler)),
       backoff_(config_.backoff),
       retryTimer_(io) {
-  metrics_.gauge("okna_k8s_informer_synced", "1 when the informer has completed its first LIST",
-                 {{"resource", config_.resource}});
+  // Every series exists from the start, at 0, not after its first increment.
+  const core::Labels r{{"resource", config_.resource}};
+  metrics_.gauge("okna_k8s_informer_synced", "1 when the informer has completed its first LIST", r);
+  metrics_.gauge("okna_k8s_informer_objects", "Objects in the informer's store", r);
+  metrics_.gauge("okna_k8s_informer_failing",
+                 "1 while the informer has been failing for longer than its bound", r);
+  metrics_.counter("okna_k8s_informer_watches_total", "WATCH requests started", r);
+  for (const char* type : kEventTypes)
+    metrics_.counter("okna_k8s_informer_events_total", "Watch events received",
+                     {{"resource", config_.resource}, {"type", type}});
+  for (const char* reason : kErrorReasons) errorsTotal(reason);
+  for (const char* reason : kRelistReasons) relistsTotal(reason);
+}
+
+core::Counter& Informer::errorsTotal(const std::string& reason) {
+  return metrics_.counter("okna_k8s_informer_errors_total", "Informer errors",
+                          {{"resource", config_.resource}, {"reason", reason}});
+}
+
+core::Counter& Informer::relistsTotal(const std::string& reason) {
+  return metrics_.counter("okna_k8s_informer_relists_total", "LISTs started over",
+                          {{"resource", config_.resource}, {"reason", reason}});
+}
+
+Informer::TimePoint Informer::now() const {
+  return config_.clock ? config_.clock() : std::chrono::steady_clock::now();
+}
+
+void Informer::succeeded() {
+  failingSince_.reset();
+  lastError_.clear();
+}
+
+Informer::Health Informer::health() {
+  const TimePoint t = now();
+  // A watch that has stayed open long enough works, whatever failed before it.
+  const bool watching = watchOpenedAt_ && t - *watchOpenedAt_ >= kMinWatch;
+  Health h;
+  if (failingSince_ && !watching && t - *failingSince_ >= config_.failingAfter) {
+    h.ok = false;
+    h.detail = "failing for " + std::to_string(seconds(t - *failingSince_)) + " s: " + lastError_;
+  }
+  metrics_
+      .gauge("okna_k8s_informer_failing",
+             "1 while the informer has been failing for longer than its bound",
+             {{"resource", config_.resource}})
+      .set(h.ok ? 0 : 1);
+  if (!h.ok && !reportedFailing_)
+    core::logger("k8s")->error("{} informer: {}", config_.resource, h.detail);
+  if (h.ok && reportedFailing_)
+    core::logger("k8s")->info("{} informer: recovered", config_.resource);
+  reportedFailing_ = !h.ok;
+  return h;
+}
+
+template <typename F>
+bool Informer::deliver(const char* what, const std::string& key, F&& call) {
+  try {
+    call();
+    return true;
+  } catch (const std::exception& e) {
+    errorsTotal("handler").inc();
+    core::logger("k8s")->error("{} informer: the handler of {} {} failed: {}", config_.resource,
+                               what, key, e.what());
+  }
+  return false;
 }
 
 Informer::~Informer() {
@@ -69,26 +151,33 @@ void Informer::cancelInFlight() {
   inFlight_.reset();
 }
 
-std::string Informer::query(bool watch) const {
-  std::string q;
+std::string Informer::watchQuery() const {
+  std::string q =
+      "?watch=true&allowWatchBookmarks=true&resourceVersion=" + urlEncode(resourceVersion_);
   if (!config_.fieldSelector.empty()) q += "&fieldSelector=" + urlEncode(config_.fieldSelector);
-  if (watch) {
-    q = "?watch=true&allowWatchBookmarks=true&resourceVersion=" + urlEncode(resourceVersion_) + q;
-  } else if (config_.pageSize > 0) {
-    q = "?limit=" + std::to_string(config_.pageSize) + q;
-  } else if (!q.empty()) {
-    q[0] = '?';
-  }
   return q;
 }
 
 void Informer::list(const std::string& continueToken) {
   if (!running_) return;
-  if (continueToken.empty()) listing_.clear();
-  std::string path = config_.path + query(false);
-  if (!continueToken.empty())
-    path += (path.find('?') == std::string::npos ? "?" : "&") + std::string("continue=") +
-            urlEncode(continueToken);
+  std::vector<std::string> params;
+  if (continueToken.empty()) {
+    listing_.clear();
+    // As client-go's reflector: from the watch cache (resourceVersion=0 at first, then "not
+    // older than" what was seen), which the API server serves whole without touching etcd; a
+    // quorum read from etcd, paged, only when the cache cannot answer.
+    listingRv_ = rvUnavailable_ ? "" : resourceVersion_.empty() ? "0" : resourceVersion_;
+    if (!listingRv_.empty()) params.push_back("resourceVersion=" + urlEncode(listingRv_));
+  }
+  // A resourceVersion with a limit would make the server read etcd; page quorum lists only.
+  if ((listingRv_.empty() || !continueToken.empty()) && config_.pageSize > 0)
+    params.push_back("limit=" + std::to_string(config_.pageSize));
+  if (!config_.fieldSelector.empty())
+    params.push_back("fieldSelector=" + urlEncode(config_.fieldSelector));
+  if (!continueToken.empty()) params.push_back("continue=" + urlEncode(continueToken));
+  continuing_ = !continueToken.empty();
+  std::string path = config_.path;
+  for (size_t i = 0; i < params.size(); ++i) path += (i == 0 ? "?" : "&") + params[i];
   core::logger("k8s")->debug("LIST {}", path);
   inFlight_ =
       api_.get(path, [this](core::Result<core::HttpResponse> r) { onListPage(std::move(r)); });
@@ -100,13 +189,26 @@ void Informer::onListPage(core::Result<core::HttpResponse> result) {
   if (!result.ok()) return retry(&Informer::startList, "list: " + result.error().message);
   const core::HttpResponse& r = *result;
   if (r.status == 410) {
-    // The continue token expired (etcd compaction): start the list over.
-    metrics_
-        .counter("okna_k8s_informer_relists_total", "LISTs started over",
-                 {{"resource", config_.resource}, {"reason", "expired"}})
-        .inc();
-    return list("");
+    relistsTotal("expired").inc();
+    if (continuing_) {
+      // The continue token expired (etcd compaction): the whole list again, after a backoff.
+      rvUnavailable_ = true;
+      return retry(&Informer::startList, "list " + config_.resource +
+                                             ": the continue token expired (410); listing again");
+    }
+    // The resourceVersion asked for is gone: once, at once, a quorum list (it cannot be "too
+    // old", so this does not repeat).
+    if (!listingRv_.empty()) {
+      rvUnavailable_ = true;
+      return list("");
+    }
+    return retry(&Informer::startList, "list " + config_.resource + ": 410 on a quorum list");
   }
+  // "Too large resource version" (the cache is behind what was seen, e.g. after an etcd
+  // restore): the next attempt reads etcd.
+  if (r.status == 504 && !listingRv_.empty() && listingRv_ != "0" &&
+      r.body.find("ResourceVersionTooLarge") != std::string::npos)
+    rvUnavailable_ = true;
   if (r.status != 200) return failed(r, intent, &Informer::startList);
   json body = json::parse(r.body, nullptr, false);
   if (!body.is_object() || !body.contains("items") || !body["items"].is_array())
@@ -116,14 +218,16 @@ void Informer::onListPage(core::Result<core::HttpResponse> result) {
     if (!key.empty()) listing_[key] = std::move(item);
   }
   const json& meta = body["metadata"];
-  const std::string next = meta.is_object() ? meta.value("continue", "") : "";
+  const std::string next = stringField(meta, "continue");
   if (!next.empty()) return list(next);
 
-  resourceVersion_ = meta.is_object() ? meta.value("resourceVersion", "") : "";
-  replace(std::move(listing_));
+  resourceVersion_ = stringField(meta, "resourceVersion");
+  rvUnavailable_ = false;
+  const bool delivered = replace(std::move(listing_));
   listing_.clear();
-  lastError_.clear();
-  backoff_.reset();
+  succeeded();
+  // A relist whose watches keep expiring at once must not start from the shortest delay again.
+  if (!relistedWithoutEvents_) backoff_.reset();
   const bool first = !synced_;
   synced_ = true;
   metrics_
@@ -136,7 +240,9 @@ void Informer::onListPage(core::Result<core::HttpResponse> result) {
       .set(static_cast<double>(items_.size()));
   core::logger("k8s")->info("{} informer {}: {} object(s) at resourceVersion {}", config_.resource,
                             first ? "synced" : "relisted", items_.size(), resourceVersion_);
-  if (handler_.onSynced) handler_.onSynced();
+  if (handler_.onSynced && !deliver("sync", "", [&] { handler_.onSynced(); }))
+    return handlerFailed();
+  if (!delivered) return handlerFailed();
   watch();
 }
 
@@ -147,8 +253,10 @@ void Informer::watch() {
       std::max(config_.watchTimeoutMin.count(), config_.watchTimeoutMax.count()));
   const long timeoutSeconds = dist(rng_);
   const std::string path =
-      config_.path + query(true) + "&timeoutSeconds=" + std::to_string(timeoutSeconds);
+      config_.path + watchQuery() + "&timeoutSeconds=" + std::to_string(timeoutSeconds);
   const unsigned generation = ++watchGeneration_;
+  watchOpenedAt_.reset();
+  watchEvents_ = 0;
   metrics_
       .counter("okna_k8s_informer_watches_total", "WATCH requests started",
                {{"resource", config_.resource}})
@@ -159,6 +267,9 @@ void Informer::watch() {
   cb.onDone = [this, generation](core::Result<core::HttpResponse> r) {
     onWatchDone(std::move(r), generation);
   };
+  cb.onOpen = [this, generation](long status) {
+    if (generation == watchGeneration_ && status == 200) watchOpenedAt_ = now();
+  };
   inFlight_ = api_.watch(path, milliseconds(timeoutSeconds * 1000) + kWatchSlack, std::move(cb));
 }
 
@@ -167,52 +278,51 @@ void Informer::onWatchLine(std::string_view line, unsigned generation) {
   json event = json::parse(line, nullptr, false);
   if (!event.is_object() || !event.contains("type") || !event.contains("object") ||
       !event["object"].is_object()) {
-    metrics_
-        .counter("okna_k8s_informer_errors_total", "Informer errors",
-                 {{"resource", config_.resource}, {"reason", "decode"}})
-        .inc();
+    errorsTotal("decode").inc();
     core::logger("k8s")->warn("{} watch: undecodable event skipped; relisting to stay consistent",
                               config_.resource);
     return relist("decode");
   }
-  const std::string type = event["type"].is_string() ? event["type"].get<std::string>() : "";
+  const std::string type = stringField(event, "type");
   json& object = event["object"];
-  const std::string rv = object.contains("metadata") && object["metadata"].is_object()
-                             ? object["metadata"].value("resourceVersion", "")
-                             : "";
+  const auto meta = object.find("metadata");
+  const std::string rv = meta != object.end() ? stringField(*meta, "resourceVersion") : "";
   if (type == "ERROR") {
-    const int code = object.value("code", 0);
-    const std::string message = object.value("message", "");
-    if (code == 410) {
+    const auto code = object.find("code");
+    const long status = code != object.end() && code->is_number_integer() ? code->get<long>() : 0;
+    const std::string message = stringField(object, "message");
+    if (status == 410) {
       core::logger("k8s")->info("{} watch: resourceVersion expired ({}); relisting",
                                 config_.resource, message);
       return relist("expired");
     }
-    metrics_
-        .counter("okna_k8s_informer_errors_total", "Informer errors",
-                 {{"resource", config_.resource}, {"reason", "watch-error-event"}})
-        .inc();
+    errorsTotal("watch-error-event").inc();
     cancelInFlight();
-    return retry(&Informer::watch, "watch ERROR event " + std::to_string(code) + ": " + message);
+    return retry(&Informer::watch, "watch ERROR event " + std::to_string(status) + ": " + message);
   }
-  metrics_
-      .counter("okna_k8s_informer_events_total", "Watch events received",
-               {{"resource", config_.resource}, {"type", type}})
-      .inc();
-  if (type == "BOOKMARK") {
-    if (!rv.empty()) resourceVersion_ = rv;
-    return;
-  }
-  EventType t;
+  EventType t = EventType::Added;
   if (type == "ADDED") {
     t = EventType::Added;
   } else if (type == "MODIFIED") {
     t = EventType::Modified;
   } else if (type == "DELETED") {
     t = EventType::Deleted;
-  } else {
+  } else if (type != "BOOKMARK") {
     core::logger("k8s")->warn("{} watch: unknown event type \"{}\" ignored", config_.resource,
                               type);
+    return;
+  }
+  metrics_
+      .counter("okna_k8s_informer_events_total", "Watch events received",
+               {{"resource", config_.resource}, {"type", type}})
+      .inc();
+  // An event proves the watch works: a failure episode before it is over.
+  ++watchEvents_;
+  relistedWithoutEvents_ = false;
+  succeeded();
+  backoff_.reset();
+  if (type == "BOOKMARK") {
+    if (!rv.empty()) resourceVersion_ = rv;
     return;
   }
   if (!rv.empty()) resourceVersion_ = rv;
@@ -222,11 +332,23 @@ void Informer::onWatchLine(std::string_view line, unsigned generation) {
 void Informer::onWatchDone(core::Result<core::HttpResponse> result, unsigned generation) {
   if (generation != watchGeneration_ || !running_) return;
   inFlight_.reset();
+  // A watch that stayed open long enough worked: what fails now is a new failure episode.
+  const auto lasted = watchOpenedAt_ ? now() - *watchOpenedAt_ : std::chrono::nanoseconds(0);
+  const bool worked = watchEvents_ > 0 || (watchOpenedAt_ && lasted >= kMinWatch);
+  if (watchOpenedAt_ && lasted >= kMinWatch) failingSince_.reset();
+  watchOpenedAt_.reset();
   if (!result.ok()) return retry(&Informer::watch, "watch: " + result.error().message);
   const core::HttpResponse& r = *result;
   if (r.status == 200) {
+    // Closed at once without an event (a proxy, an overloaded server): not a healthy watch
+    // but a failure, retried after a backoff so that it cannot become a hot loop.
+    if (!worked)
+      return retry(&Informer::watch,
+                   "the watch ended after " +
+                       std::to_string(std::chrono::duration_cast<milliseconds>(lasted).count()) +
+                       " ms without an event");
     // The server closed the stream at timeoutSeconds: a healthy watch; continue from where it was.
-    lastError_.clear();
+    succeeded();
     backoff_.reset();
     return watch();
   }
@@ -238,8 +360,9 @@ void Informer::failed(const core::HttpResponse& r, const RequestIntent& intent,
                       void (Informer::*what)()) {
   const std::string message = describeFailure(r, intent);
   if (r.status == 401) api_.credentialsRejected();
+  lastError_ = message;
   if ((r.status == 401 || r.status == 403 || r.status == 400) && handler_.onError)
-    handler_.onError(message);
+    deliver("error", "", [&] { handler_.onError(message); });
   retry(what, message, retryAfter(r));
 }
 
@@ -248,10 +371,9 @@ void Informer::retry(void (Informer::*what)(), const std::string& reason, millis
   cancelInFlight();
   const milliseconds delay = std::max(backoff_.next(), atLeast);
   lastError_ = reason;
-  metrics_
-      .counter("okna_k8s_informer_errors_total", "Informer errors",
-               {{"resource", config_.resource}, {"reason", "request"}})
-      .inc();
+  if (!failingSince_) failingSince_ = now();
+  retryDelay_ = delay;
+  errorsTotal("request").inc();
   core::logger("k8s")->warn("{} informer: {}; retrying in {} ms", config_.resource, reason,
                             delay.count());
   retryTimer_.expires_after(delay);
@@ -260,22 +382,38 @@ void Informer::retry(void (Informer::*what)(), const std::string& reason, millis
   });
 }
 
+void Informer::handlerFailed() {
+  // What the handler could not take is not in the store: a relist after a backoff brings it
+  // again, and a handler that keeps failing keeps the informer failing (health()).
+  relistsTotal("handler").inc();
+  retry(&Informer::startList, "the event handler failed (see the log); relisting");
+}
+
 void Informer::relist(const std::string& reason) {
   cancelInFlight();
-  metrics_
-      .counter("okna_k8s_informer_relists_total", "LISTs started over",
-               {{"resource", config_.resource}, {"reason", reason}})
-      .inc();
+  relistsTotal(reason).inc();
+  // At once after a watch that worked; a relist whose watch fails again at once backs off.
+  if (watchEvents_ == 0 && relistedWithoutEvents_)
+    return retry(&Informer::startList,
+                 "the watch failed again right after a relist (" + reason + ")");
+  relistedWithoutEvents_ = true;
   list("");
 }
 
-void Informer::replace(std::map<std::string, json> fresh) {
-  // Deletions first, then additions and changes: what a watch would have shown.
+bool Informer::replace(std::map<std::string, json> fresh) {
+  // Deletions first, then additions and changes: what a watch would have shown. An object the
+  // handler failed on keeps its previous state in the store, so that the next relist retries it.
+  bool ok = true;
   for (auto it = items_.begin(); it != items_.end();) {
     if (fresh.count(it->first) == 0) {
       json gone = std::move(it->second);
+      const std::string key = it->first;
       it = items_.erase(it);
-      if (handler_.onEvent) handler_.onEvent(EventType::Deleted, gone);
+      if (handler_.onEvent &&
+          !deliver("DELETED", key, [&] { handler_.onEvent(EventType::Deleted, gone); })) {
+        ok = false;
+        it = std::next(items_.emplace(key, std::move(gone)).first);
+      }
     } else {
       ++it;
     }
@@ -284,27 +422,45 @@ void Informer::replace(std::map<std::string, json> fresh) {
     auto it = items_.find(key);
     if (it == items_.end()) {
       auto& stored = items_[key] = std::move(object);
-      if (handler_.onEvent) handler_.onEvent(EventType::Added, stored);
+      if (handler_.onEvent &&
+          !deliver("ADDED", key, [&] { handler_.onEvent(EventType::Added, stored); })) {
+        ok = false;
+        items_.erase(key);
+      }
     } else if (it->second != object) {
-      it->second = std::move(object);
-      if (handler_.onEvent) handler_.onEvent(EventType::Modified, it->second);
+      std::swap(it->second, object);
+      if (handler_.onEvent &&
+          !deliver("MODIFIED", key, [&] { handler_.onEvent(EventType::Modified, it->second); })) {
+        ok = false;
+        std::swap(it->second, object);
+      }
     }
   }
+  return ok;
 }
 
 void Informer::apply(EventType type, const json& object) {
   const std::string key = objectKey(object);
   if (key.empty()) return;
+  std::optional<json> previous;
+  if (auto it = items_.find(key); it != items_.end()) previous = it->second;
   if (type == EventType::Deleted) {
     items_.erase(key);
   } else {
     items_[key] = object;
   }
+  if (handler_.onEvent && !deliver(toString(type), key, [&] { handler_.onEvent(type, object); })) {
+    if (previous) {
+      items_[key] = std::move(*previous);
+    } else {
+      items_.erase(key);
+    }
+    handlerFailed();
+  }
   metrics_
       .gauge("okna_k8s_informer_objects", "Objects in the informer's store",
              {{"resource", config_.resource}})
       .set(static_cast<double>(items_.size()));
-  if (handler_.onEvent) handler_.onEvent(type, object);
 }
 
 }  // namespace okna::k8s

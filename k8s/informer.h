@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -36,6 +37,11 @@ struct InformerConfig {
   core::BackoffConfig backoff;
   // LIST page size (limit=); 0 = no paging.
   int pageSize = 500;
+  // An informer that has neither completed a LIST nor kept a WATCH open for this long while
+  // failing reports itself failing (health(), okna_k8s_informer_failing), until it recovers.
+  std::chrono::seconds failingAfter{60};
+  // The clock for failure durations and short watches; empty: std::chrono::steady_clock.
+  std::function<std::chrono::steady_clock::time_point()> clock;
 };
 
 class Informer {
@@ -48,6 +54,11 @@ class Informer {
     std::function<void()> onSynced;
     // A persistent failure (401/403/400), to surface in health details; optional.
     std::function<void(const std::string& error)> onError;
+  };
+  struct Health {
+    bool ok = true;
+    // Why it is failing, with the last error; empty when ok.
+    std::string detail;
   };
 
   Informer(boost::asio::io_context& io, ApiClient& api, InformerConfig config,
@@ -66,7 +77,15 @@ class Informer {
   const std::string& resourceVersion() const { return resourceVersion_; }
   /** The last error, empty after a successful list or watch. */
   const std::string& lastError() const { return lastError_; }
+  /** The delay of the last retry scheduled (backoff, or the server's Retry-After). */
+  std::chrono::milliseconds retryDelay() const { return retryDelay_; }
   const InformerConfig& config() const { return config_; }
+  /**
+   * Failing: no LIST completed and no WATCH stayed open (or delivered an event) for
+   * config.failingAfter while requests kept failing. Updates okna_k8s_informer_failing; the
+   * agent polls it with its heartbeat.
+   */
+  Health health();
 
  private:
   void list(const std::string& continueToken);
@@ -79,11 +98,22 @@ class Informer {
              std::chrono::milliseconds atLeast = {});
   void failed(const core::HttpResponse& response, const RequestIntent& intent,
               void (Informer::*what)());
-  void replace(std::map<std::string, nlohmann::json> fresh);
+  void handlerFailed();
+  // False when the handler failed on an object (logged, counted; kept out of the store).
+  bool replace(std::map<std::string, nlohmann::json> fresh);
   void apply(EventType type, const nlohmann::json& object);
   void startList() { list(""); }
-  std::string query(bool watch) const;
+  std::string watchQuery() const;
   void cancelInFlight();
+  using TimePoint = std::chrono::steady_clock::time_point;
+  TimePoint now() const;
+  // A LIST completed or a watch proved itself: the current failure episode (if any) ends.
+  void succeeded();
+  // Runs a handler callback; an exception is logged and counted, and returns false.
+  template <typename F>
+  bool deliver(const char* what, const std::string& key, F&& call);
+  core::Counter& errorsTotal(const std::string& reason);
+  core::Counter& relistsTotal(const std::string& reason);
 
   boost::asio::io_context& io_;
   ApiClient& api_;
@@ -100,9 +130,23 @@ class Informer {
   bool synced_ = false;
   std::string resourceVersion_;
   std::string lastError_;
+  // Since when requests have been failing (empty while healthy).
+  std::optional<TimePoint> failingSince_;
+  // When the current watch answered 200 (empty while no watch is open), and its events so far.
+  std::optional<TimePoint> watchOpenedAt_;
+  unsigned watchEvents_ = 0;
+  bool reportedFailing_ = false;
+  std::chrono::milliseconds retryDelay_{0};
   std::map<std::string, nlohmann::json> items_;
-  // Pages of a LIST in progress.
+  // Pages of a LIST in progress, its resourceVersion ("": quorum), and whether the page in
+  // flight is a continuation.
   std::map<std::string, nlohmann::json> listing_;
+  std::string listingRv_;
+  bool continuing_ = false;
+  // The watch cache could not serve the last LIST (410, too large): the next one reads etcd.
+  bool rvUnavailable_ = false;
+  // A relist happened and no watch event has come since: the next relist backs off.
+  bool relistedWithoutEvents_ = false;
 };
 
 const char* toString(Informer::EventType type);

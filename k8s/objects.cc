@@ -174,8 +174,13 @@ core::Result<PodInfo> parsePod(const json& o, const std::string& where) {
 std::string objectKey(const json& o) {
   const auto meta = o.find("metadata");
   if (meta == o.end() || !meta->is_object()) return {};
-  std::string name = meta->value("name", "");
-  std::string ns = meta->value("namespace", "");
+  // Server data of another type gives no key (the object is skipped), never an exception.
+  const auto str = [&](const char* k) {
+    auto it = meta->find(k);
+    return it != meta->end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  std::string name = str("name");
+  std::string ns = str("namespace");
   return ns.empty() ? name : ns + "/" + name;
 }
 

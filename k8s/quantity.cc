@@ -20,6 +20,8 @@ constexpr Suffix kSuffixes[] = {
 };
 
 constexpr Int128 kMax = static_cast<Int128>(std::numeric_limits<std::int64_t>::max());
+// Beyond 10^+-30 a quantity means nothing for a node (and 10^30 * 1000 still fits in Int128).
+constexpr int kMaxPow10 = 30;
 
 }  // namespace
 
@@ -57,6 +59,7 @@ core::Result<Quantity> Quantity::parse(std::string_view text) {
     if (suffix == sfx.text) {
       q.pow10_ += sfx.pow10;
       q.pow2_ = sfx.pow2;
+      if (q.pow10_ > kMaxPow10 || q.pow10_ < -kMaxPow10) return bad("exponent out of range");
       if (neg) q.mantissa_ = -q.mantissa_;
       return q;
     }
@@ -77,6 +80,7 @@ core::Result<Quantity> Quantity::parse(std::string_view text) {
     e = e * 10 + (c - '0');
   }
   q.pow10_ += expNeg ? -e : e;
+  if (q.pow10_ > kMaxPow10 || q.pow10_ < -kMaxPow10) return bad("exponent out of range");
   if (neg) q.mantissa_ = -q.mantissa_;
   return q;
 }

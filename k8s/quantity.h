@@ -13,9 +13,20 @@ namespace okna::k8s {
 // 128-bit intermediate values keep quantity arithmetic exact (a GCC/Clang extension).
 __extension__ typedef __int128 Int128;
 
+/** a + b, clamped to the int64 range instead of wrapping (sums of requests). */
+inline std::int64_t saturatingAdd(std::int64_t a, std::int64_t b) {
+  std::int64_t sum = 0;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return b > 0 ? INT64_MAX : INT64_MIN;
+}
+
 class Quantity {
  public:
-  /** Parses the Kubernetes quantity grammar; the error names the value and why it is invalid. */
+  /**
+   * Parses the Kubernetes quantity grammar; the error names the value and why it is invalid.
+   * Values whose decimal exponent (suffix, fraction digits and `e` part together) is outside
+   * +-30 are rejected: no resource is that large or that fine.
+   */
   static core::Result<Quantity> parse(std::string_view text);
 
   /** value * scale, rounded up (scale 1000 gives millicores). Saturates at INT64_MAX. */

@@ -497,7 +497,13 @@ void IdlThread::start() {
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, nullptr);
-    Loop(*this).run();
+    // The thread's boundary: what escapes it is logged and makes /healthz fail at once.
+    try {
+      Loop(*this).run();
+    } catch (const std::exception& e) {
+      core::logger("ovsdb")->critical("OVSDB thread stopped: {}", e.what());
+      health_.stopped(kHeartbeat, e.what());
+    }
   });
 }
 

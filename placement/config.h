@@ -69,6 +69,11 @@ struct PlacementConfig {
   // ~/.config/openstack/clouds.yaml, /etc/openstack/clouds.yaml.
   std::string cloudsFile;
   AuthConfig auth;
+  // Under the hardened role profile (set from nodeRoles.profile, not a key of its own): traits
+  // only from labels a kubelet cannot set on its own Node
+  // (node-restriction.kubernetes.io/openkeel-trait-<TRAIT>); trait.openkeel.io/* is ignored with
+  // a warning.
+  bool trustedTraitsOnly = false;
   // Catalog filters: region (empty = any) and interface (public, internal, admin).
   std::string regionName;
   std::string interface = "public";

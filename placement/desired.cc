@@ -101,7 +101,7 @@ std::string pageSizeTag(std::int64_t bytes) {
 }
 
 std::int64_t ceilDiv(std::int64_t a, std::int64_t b) {
-  return a <= 0 ? 0 : (a + b - 1) / b;
+  return a <= 0 ? 0 : a / b + (a % b != 0 ? 1 : 0);  // a + b - 1 would overflow near INT64_MAX
 }
 
 }  // namespace
@@ -210,8 +210,8 @@ DesiredProviderTree planPlacement(const PlacementConfig& config, const k8s::Node
       continue;
     }
     const PodRequests r = podRequests(pod, &w);
-    t.nonVmRequests.cpuMillis += r.cpuMillis;
-    t.nonVmRequests.memoryBytes += r.memoryBytes;
+    t.nonVmRequests.cpuMillis = k8s::saturatingAdd(t.nonVmRequests.cpuMillis, r.cpuMillis);
+    t.nonVmRequests.memoryBytes = k8s::saturatingAdd(t.nonVmRequests.memoryBytes, r.memoryBytes);
     t.nonVmPods.push_back({pod.namespace_ + "/" + pod.name, r});
   }
   std::stable_sort(t.nonVmPods.begin(), t.nonVmPods.end(), [](const PodLoad& a, const PodLoad& b) {
@@ -256,8 +256,8 @@ DesiredProviderTree planPlacement(const PlacementConfig& config, const k8s::Node
   if (vcpus < 1) t.root.ratioFromServer.erase("VCPU");
   // The kubelet already took pre-allocated hugepages out of allocatable.memory: no second cut.
   const std::int64_t memMb = allocatable(node, "memory", kMiB, w);
-  const std::int64_t memReserved =
-      ceilDiv(t.nonVmRequests.memoryBytes, kMiB) + config.perVmMemoryOverheadMb * t.vmPods;
+  const std::int64_t memReserved = k8s::saturatingAdd(ceilDiv(t.nonVmRequests.memoryBytes, kMiB),
+                                                      config.perVmMemoryOverheadMb * t.vmPods);
   if (memMb >= 1) {
     t.root.inventories["MEMORY_MB"] =
         inventory(memMb, clamp("MEMORY_MB", memReserved, memMb), ramRatio);
@@ -300,9 +300,17 @@ DesiredProviderTree planPlacement(const PlacementConfig& config, const k8s::Node
       const std::string alt = "HW_CPU_X86_" + upper(feature, false, '_');
       if (!novaCpuTraitsMapping().count(feature) && alt != traits.front())
         t.traitAlternatives[traits.front()] = alt;
-    } else if (key.starts_with(kTraitLabelPrefix)) {
-      const std::string trait = key.substr(std::string(kTraitLabelPrefix).size());
-      if (isTraitNameShape(trait) && (!trait.starts_with("CUSTOM_") || isCustomTraitName(trait))) {
+    } else if (key.starts_with(kTraitLabelPrefix) || key.starts_with(kTrustedTraitLabelPrefix)) {
+      const bool trusted = key.starts_with(kTrustedTraitLabelPrefix);
+      const std::string trait =
+          key.substr(std::string(trusted ? kTrustedTraitLabelPrefix : kTraitLabelPrefix).size());
+      if (!trusted && config.trustedTraitsOnly) {
+        w.push_back("label " + key +
+                    " ignored: under the hardened profile the node's own kubelet could set it; "
+                    "use " +
+                    kTrustedTraitLabelPrefix + trait);
+      } else if (isTraitNameShape(trait) &&
+                 (!trait.starts_with("CUSTOM_") || isCustomTraitName(trait))) {
         t.root.traits.insert(trait);
       } else {
         w.push_back("label " + key + ": \"" + trait +

@@ -22,6 +22,9 @@ inline constexpr const char* kCpuRatioAnnotation = "placement.openkeel.io/cpu-al
 inline constexpr const char* kRamRatioAnnotation = "placement.openkeel.io/ram-allocation-ratio";
 inline constexpr const char* kCpuFeatureLabelPrefix = "cpu-feature.node.kubevirt.io/";
 inline constexpr const char* kTraitLabelPrefix = "trait.openkeel.io/";
+// The same, under a prefix the NodeRestriction admission plugin keeps kubelets from setting.
+inline constexpr const char* kTrustedTraitLabelPrefix =
+    "node-restriction.kubernetes.io/openkeel-trait-";
 inline constexpr const char* kDisabledTrait = "COMPUTE_STATUS_DISABLED";
 inline constexpr const char* kComputeNodeTrait = "COMPUTE_NODE";
 

@@ -29,8 +29,9 @@ PodRequests requestsOf(const k8s::StringMap& m, const std::string& what,
 }
 
 PodRequests operator+(PodRequests a, const PodRequests& b) {
-  a.cpuMillis += b.cpuMillis;
-  a.memoryBytes += b.memoryBytes;
+  // Saturating: requests of absurd size make the node full, never wrap to nothing reserved.
+  a.cpuMillis = k8s::saturatingAdd(a.cpuMillis, b.cpuMillis);
+  a.memoryBytes = k8s::saturatingAdd(a.memoryBytes, b.memoryBytes);
   return a;
 }
 

@@ -696,6 +696,9 @@ class Handler(BaseHTTPRequestHandler):
             self.write_event("ERROR", arg)
             self.wfile.write(b"0\r\n\r\n")
             return
+        if how == "end":   # a clean end, as at timeoutSeconds or an apiserver shutdown (04n)
+            self.wfile.write(b"0\r\n\r\n")
+            return
         # "drop": TCP close without the terminating chunk (optionally an RST).
         if arg:
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
@@ -714,6 +717,13 @@ class Handler(BaseHTTPRequestHandler):
         result = None
         if op == "expire-watches" and m == "POST":
             result = {"expired": store.expire_watches(), "windowStart": store.window_start}
+        elif op == "restart" and m == "POST":
+            # Refuse first, so that no client gets back in between the end of its watch and the
+            # outage.
+            seconds = float(q.get("seconds", 2))
+            faults.refuse_until = time.monotonic() + seconds
+            ended = store.restart(int(q.get("writes", 2)))
+            result = {"ended": ended, "windowStart": store.window_start, "refusingFor": seconds}
         elif op == "drop-watches" and m == "POST":
             ws = store.all_watchers()
             for w in ws:

@@ -266,6 +266,21 @@ class Store:
                 w.finish(("expire", km.status_body(410, msg, "Expired")))
             return len(self.watchers)
 
+    def restart(self, startup_writes=2):
+        """A real apiserver restart (04n, 04b): open watches end cleanly, with no ERROR; the new
+        watch cache starts at the revision after the apiserver's own startup writes (leases,
+        endpoints: other kinds), so a re-watch from any RV seen before gets 410, a LIST works."""
+        with self.cond:
+            self.rv += max(0, startup_writes)
+            self.window_start = self.rv
+            self.history.clear()
+            self.resource_rv.clear()
+            ws = list(self.watchers)
+            for w in ws:
+                w.finish(("end", None))
+            self.cond.notify_all()
+            return len(ws)
+
     def all_watchers(self):
         with self.cond:
             return list(self.watchers)

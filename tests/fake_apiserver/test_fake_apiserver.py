@@ -623,6 +623,41 @@ class TestFaults(ServerCase):
                           "&timeoutSeconds=1" % relisted["metadata"]["resourceVersion"])
         self.assertEqual(c.read_chunk(), b"")   # no error, clean end at the timeout
 
+    def test_restart_ends_watches_cleanly_refuses_then_410_only_for_older_rvs(self):
+        rv = self.list_rv("/api/v1/pods?fieldSelector=spec.nodeName%3Dn1")
+        c, _ = self.watch("/api/v1/pods?fieldSelector=spec.nodeName%%3Dn1&watch=1&resourceVersion=%s"
+                          "&allowWatchBookmarks=true&timeoutSeconds=30" % rv)
+        res = self.control("POST", "restart?seconds=0.5")
+        self.assertEqual(res["ended"], 1)
+        self.assertGreater(res["windowStart"], int(rv))   # the apiserver's own startup writes
+        self.assertEqual(c.read_chunk(), b"")   # 04n: the zero chunk, no ERROR event
+        with self.assertRaises((ConnectionError, ssl.SSLError, OSError)):
+            Conn(self.url).request("GET", "/api/v1/pods")
+        deadline = time.monotonic() + 10
+        while True:   # bounded poll until the "restarted" server accepts again
+            try:
+                if self.call("GET", "/readyz").data == b"ok":
+                    break
+            except (ConnectionError, ssl.SSLError, OSError):
+                pass
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.05)
+        # Re-watching from what was seen before: 04b, 200 + ERROR 410 + end.
+        c, _ = self.watch("/api/v1/pods?fieldSelector=spec.nodeName%%3Dn1&watch=1&resourceVersion=%s"
+                          "&timeoutSeconds=5" % rv)
+        ev, raw = self.next_event(c)
+        want = transcript_events("04b")[0].replace(b"223 (225)", b"%s (%d)" % (rv.encode(), res["windowStart"]))
+        self.assertEqual(raw, want)
+        self.assertEqual(c.read_chunk(), b"")
+        # A LIST "not older than" that RV is served (from the new cache), and so is a watch from it.
+        listed = json.loads(self.call("GET", "/api/v1/pods?fieldSelector=spec.nodeName%%3Dn1"
+                                      "&resourceVersion=%s" % rv).data)
+        self.assertEqual(len(listed["items"]), 3)
+        self.assertEqual(listed["metadata"]["resourceVersion"], str(res["windowStart"]))
+        c, _ = self.watch("/api/v1/pods?fieldSelector=spec.nodeName%%3Dn1&watch=1&resourceVersion=%s"
+                          "&timeoutSeconds=1" % listed["metadata"]["resourceVersion"])
+        self.assertEqual(c.read_chunk(), b"")   # no error, clean end at the timeout
+
     def test_drop_watches(self):
         c, _ = self.watch("/api/v1/nodes?watch=1&resourceVersion=0&timeoutSeconds=30")
         self.next_event(c)

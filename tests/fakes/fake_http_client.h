@@ -18,11 +18,15 @@ class FakeHttpClient final : public core::HttpClient {
     // core::HttpRequestHandle
     void cancel() override { cancelled = true; }
 
-    /** Status and headers, then the body in the given pieces. */
-    void stream(long status, const std::vector<std::string>& pieces) {
+    /** Status and headers (names lower-case, as the real client gives them), then the body in
+     * the given pieces. */
+    void stream(long status, const std::vector<std::string>& pieces,
+                const core::HttpHeaders& headers = {}) {
       if (cancelled) return;
-      if (callbacks.onHeaders) callbacks.onHeaders(status, {});
       response.status = status;
+      // Added to what the test may have put in `response.headers` directly.
+      for (const auto& [name, value] : headers) response.headers[name] = value;
+      if (callbacks.onHeaders) callbacks.onHeaders(status, response.headers);
       for (const auto& piece : pieces) {
         if (cancelled) return;
         if (callbacks.onData) {
@@ -38,8 +42,8 @@ class FakeHttpClient final : public core::HttpClient {
       done = true;
       if (callbacks.onDone) callbacks.onDone(response);
     }
-    void reply(long status, const std::string& body) {
-      stream(status, {body});
+    void reply(long status, const std::string& body, const core::HttpHeaders& headers = {}) {
+      stream(status, {body}, headers);
       finish();
     }
     /** A transport failure (connection refused, reset). */

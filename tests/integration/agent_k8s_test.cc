@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 
 #include "tests/fakes/agent_process.h"
 #include "tests/fakes/fake_apiserver_fixture.h"
@@ -31,6 +34,38 @@ logging: {level: debug}
 placement: {enabled: false}   # these tests are about the Kubernetes side
 )";
 
+// The same, with informers reported failing after 2 s instead of 60.
+std::string failFastConfig() {
+  std::string c = kConfig;
+  c.insert(c.find("kubernetes:\n") + 12, "  failingAfterSeconds: 2\n");
+  return c;
+}
+
+// The metric families the README's "Health, readiness, metrics" section lists for a component
+// ("okna_k8s_informer_{a,b}_total" expands to two names; "{role}" is a label, not a choice).
+std::vector<std::string> readmeMetricFamilies(const std::string& prefix) {
+  std::ifstream in(std::string(OKNA_SOURCE_DIR) + "/README.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  const auto from = text.find("## Health, readiness, metrics");
+  const auto to = text.find("\n## ", from + 1);
+  const std::string section = text.substr(from, to - from);
+  std::vector<std::string> out;
+  const std::regex nameRe("`(" + prefix + R"([a-z_]*)(\{([a-z_,]+)\})?([a-z_]*))");
+  for (auto it = std::sregex_iterator(section.begin(), section.end(), nameRe);
+       it != std::sregex_iterator(); ++it) {
+    const std::string head = (*it)[1], choices = (*it)[3], tail = (*it)[4];
+    if (choices.find(',') == std::string::npos) {
+      out.push_back(head + (choices.empty() ? tail : ""));
+      continue;
+    }
+    std::stringstream cs(choices);
+    for (std::string c; std::getline(cs, c, ',');) out.push_back(head + c + tail);
+  }
+  return out;
+}
+
 class AgentK8sTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -40,9 +75,9 @@ class AgentK8sTest : public ::testing::Test {
         std::vector<std::string>{kData + "/lab-1.node.yaml", kData + "/lab-1.pods.json"});
   }
 
-  std::unique_ptr<AgentProcess> startAgent() {
+  std::unique_ptr<AgentProcess> startAgent(const std::string& config = kConfig) {
     return std::make_unique<AgentProcess>(
-        server_->dir(), kConfig,
+        server_->dir(), config,
         std::vector<std::string>{"--node-name", "lab-1", "--kubeconfig", server_->kubeconfig(),
                                  "--context", "node-agent"});
   }
@@ -149,8 +184,10 @@ TEST_F(AgentK8sTest, DroppedWatchReconnectsWithBackoff) {
   auto agent = startAgent();
   ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
   ASSERT_TRUE(waitFor([&] { return openWatches() == 2; }, 10s));
-  const std::string rvBefore =
-      json::parse(server_->control("GET", "watches").body)[0]["query"].value("resourceVersion", "");
+  std::map<std::string, long> rvBefore;  // by resource
+  for (const auto& w : json::parse(server_->control("GET", "watches").body))
+    rvBefore[w["resource"]] = std::stol(w["query"].value("resourceVersion", "0"));
+  server_->control("DELETE", "requests");
 
   // The API server goes away: open watches cut, new connections refused for a while.
   ASSERT_EQ(server_->control("POST", "refuse?seconds=3&drop=1").status, 200);
@@ -169,9 +206,61 @@ TEST_F(AgentK8sTest, DroppedWatchReconnectsWithBackoff) {
         << "delays must not shrink below the cap's jitter range";
     EXPECT_LE(delays[i], 800) << "capped at backoff.maxMs";
   }
-  // The new watch resumed from a resourceVersion (no relist needed: the window was not lost).
-  EXPECT_FALSE(rvBefore.empty());
+  // The new watches resumed from the resourceVersion they had (no relist needed: the window was
+  // not lost): no LIST since the outage, and watches from an RV no older than the old one.
+  ASSERT_EQ(rvBefore.size(), 2u);
+  for (const auto& w : json::parse(server_->control("GET", "watches").body)) {
+    const std::string rv = w["query"].value("resourceVersion", "");
+    ASSERT_FALSE(rv.empty()) << w.dump();
+    EXPECT_GT(rvBefore.at(w["resource"]), 0) << w.dump();
+    EXPECT_EQ(std::stol(rv), rvBefore.at(w["resource"])) << "resumed where it was: " << w.dump();
+  }
+  for (const auto& req : requests())
+    EXPECT_TRUE(req["query"].contains("watch")) << "a LIST after the outage: " << req.dump();
+  EXPECT_EQ(agent->metric(R"(okna_k8s_informer_relists_total{reason="expired",resource="nodes"})"),
+            0);
   EXPECT_EQ(agent->get("/readyz").status, 200);
+}
+
+TEST_F(AgentK8sTest, ApiServerRestartAsARealOneIsFollowedByACachedRelist) {
+  auto agent = startAgent();
+  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
+  ASSERT_TRUE(waitFor([&] { return openWatches() == 2; }, 10s));
+  server_->control("DELETE", "requests");
+  // Watches end cleanly, connections are refused for 2 s, the new cache starts past every RV the
+  // agent has seen.
+  const json restart = json::parse(server_->control("POST", "restart?seconds=2").body);
+  ASSERT_EQ(restart["ended"], 2);
+  const long windowStart = restart["windowStart"];
+  ASSERT_TRUE(waitFor([&] { return openWatches() == 2; }, 30s)) << agent->log();
+  for (const auto& w : json::parse(server_->control("GET", "watches").body))
+    EXPECT_GE(std::stol(w["query"]["resourceVersion"].get<std::string>()), windowStart) << w.dump();
+
+  // Per resource: a watch from the old RV (answered 200 + ERROR 410), then one LIST served from
+  // the watch cache ("not older than" the old RV), never a quorum read from etcd.
+  for (const std::string path : {"/api/v1/nodes", "/api/v1/pods"}) {
+    std::vector<json> lists;
+    for (const auto& req : requests())
+      if (req["path"] == path && !req["query"].contains("watch")) lists.push_back(req);
+    ASSERT_EQ(lists.size(), 1u) << path << ": " << requests().dump();
+    ASSERT_TRUE(lists[0]["query"].contains("resourceVersion")) << lists[0].dump();
+    EXPECT_LT(std::stol(lists[0]["query"]["resourceVersion"].get<std::string>()), windowStart);
+    EXPECT_FALSE(lists[0]["query"].contains("limit")) << "a limit would make it read etcd";
+  }
+  EXPECT_EQ(agent->metric(R"(okna_k8s_informer_relists_total{reason="expired",resource="nodes"})"),
+            1);
+  EXPECT_EQ(agent->metric(R"(okna_k8s_informer_relists_total{reason="expired",resource="pods"})"),
+            1);
+  EXPECT_EQ(agent->metric(
+                R"(okna_k8s_informer_errors_total{reason="watch-error-event",resource="pods"})"),
+            0);
+  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
+  ASSERT_EQ(server_
+                ->admin("PATCH", "/api/v1/nodes/lab-1",
+                        R"({"metadata":{"labels":{"node-role.openkeel.io/provisioning":""}}})")
+                .status,
+            200);
+  EXPECT_TRUE(waitFor([&] { return hasRole(*agent, "provisioning"); }, 10s)) << agent->log();
 }
 
 TEST_F(AgentK8sTest, SigtermStopsCleanly) {
@@ -182,6 +271,56 @@ TEST_F(AgentK8sTest, SigtermStopsCleanly) {
   ASSERT_TRUE(status.has_value()) << "the agent did not exit after SIGTERM";
   EXPECT_EQ(*status, 0);
   EXPECT_NE(agent->log().find("host state is left in place"), std::string::npos);
+}
+
+TEST_F(AgentK8sTest, WatchDeniedAfterSyncShowsInReadyzAndMetricsThenRecovers) {
+  auto agent = startAgent(failFastConfig());
+  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
+  ASSERT_TRUE(waitFor([&] { return openWatches() == 2; }, 10s));
+  EXPECT_EQ(agent->metric(R"(okna_k8s_informer_failing{resource="pods"})"), 0);
+  // From now on the pods may not be watched (nor listed); the open watches end.
+  ASSERT_EQ(
+      server_->control("POST", "fail-next?count=100000&status=403&path=/api/v1/pods&method=GET")
+          .status,
+      200);
+  ASSERT_EQ(server_->control("POST", "drop-watches").status, 200);
+  ASSERT_TRUE(waitFor(
+      [&] {
+        return agent->get("/readyz?verbose").body.find("[-]pod-informer") != std::string::npos;
+      },
+      20s))
+      << agent->log();
+  const auto verbose = agent->get("/readyz?verbose");
+  EXPECT_EQ(verbose.status, 503);
+  EXPECT_NE(verbose.body.find("failing for"), std::string::npos) << verbose.body;
+  EXPECT_NE(verbose.body.find("HTTP 403 Forbidden on watch pods"), std::string::npos)
+      << verbose.body;
+  EXPECT_NE(verbose.body.find("[+]node-informer"), std::string::npos) << verbose.body;
+  EXPECT_EQ(agent->metric(R"(okna_k8s_informer_failing{resource="pods"})"), 1);
+  EXPECT_EQ(agent->get("/healthz").status, 200) << "not ready, but alive";
+
+  // The cause goes: the agent recovers by itself, and sees a pod created meanwhile.
+  ASSERT_EQ(server_->control("DELETE", "fail-next").status, 200);
+  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
+  EXPECT_EQ(agent->metric(R"(okna_k8s_informer_failing{resource="pods"})"), 0);
+}
+
+TEST_F(AgentK8sTest, EveryMetricTheReadmeListsIsExportedFromTheStart) {
+  // Nothing has happened yet: the API server answers nothing but 503.
+  ASSERT_EQ(server_->control("POST", "fail-next?count=100000&status=503&path=/api").status, 200);
+  auto agent = startAgent();
+  ASSERT_TRUE(waitFor([&] { return agent->get("/metrics").status == 200; }, 20s)) << agent->log();
+  const std::string text = agent->get("/metrics").body;
+  std::vector<std::string> families = readmeMetricFamilies("okna_k8s_");
+  for (const auto& f : readmeMetricFamilies("okna_agent_")) families.push_back(f);
+  ASSERT_GE(families.size(), 10u);
+  for (const auto& family : families) {
+    const std::regex sample("\n" + family + R"((_bucket|_count|_sum)?(\{[^}]*\})? 0\n)");
+    EXPECT_TRUE(std::regex_search(text, sample)) << family << " is not exported at 0:\n" << text;
+  }
+  for (const auto& role :
+       {"compute", "network", "controlPlane", "storage", "containers", "provisioning"})
+    EXPECT_EQ(agent->metric(std::string(R"(okna_agent_role{role=")") + role + "\"}"), 0) << role;
 }
 
 TEST_F(AgentK8sTest, MissingRbacIsReportedByName) {

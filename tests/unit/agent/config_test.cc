@@ -21,6 +21,7 @@ kubernetes:
   context: dev
   watchTimeoutSeconds: {min: 5, max: 10}
   backoff: {initialMs: 100, maxMs: 2000}
+  failingAfterSeconds: 15
 health: {listen: "127.0.0.1:9999"}
 logging: {format: json, level: debug, components: {k8s: trace}}
 )",
@@ -30,6 +31,7 @@ logging: {format: json, level: debug, components: {k8s: trace}}
   EXPECT_EQ(c->kubernetes.context, "dev");
   EXPECT_EQ(c->kubernetes.watchTimeoutMax.count(), 10);
   EXPECT_EQ(c->kubernetes.backoff.max.count(), 2000);
+  EXPECT_EQ(c->kubernetes.failingAfter.count(), 15);
   EXPECT_EQ(c->logging.components.at("k8s"), "trace");
 }
 
@@ -51,6 +53,7 @@ TEST(ConfigTest, RejectsBadValues) {
       {"kubernetes: {watchTimeoutSeconds: {min: 10, max: 5}}", "max must be >= min"},
       {"kubernetes: {watchTimeoutSeconds: {min: abc}}", "\"abc\" is not an integer"},
       {"kubernetes: {backoff: {initialMs: 1}}", "out of range"},
+      {"kubernetes: {failingAfterSeconds: 0}", "kubernetes.failingAfterSeconds"},
       {"nodeRoles: [a]", "nodeRoles: expected a mapping"},
       {"bogus: 1", "bogus: unknown key"},
       {"nodeRoles: {taints: maybe}", "is not true or false"},
@@ -71,4 +74,13 @@ TEST(ConfigTest, ListenAddressForms) {
 }
 
 }  // namespace
+TEST(ConfigTest, HardenedProfileTakesTraitsOnlyFromProtectedLabels) {
+  auto hardened = parseConfig("nodeRoles: {profile: hardened}\n", "agent.yaml");
+  ASSERT_TRUE(hardened.ok()) << hardened.error().message;
+  EXPECT_TRUE(hardened->placement.trustedTraitsOnly);
+  auto open = parseConfig("nodeRoles: {profile: default}\n", "agent.yaml");
+  ASSERT_TRUE(open.ok()) << open.error().message;
+  EXPECT_FALSE(open->placement.trustedTraitsOnly);
+}
+
 }  // namespace okna::agent

@@ -43,10 +43,12 @@ TEST(ApiClientTest, WatchSplitsLinesAndKeepsErrorBodies) {
   FakeHttpClient http;
   ApiClient api(http, cluster());
   std::vector<std::string> lines;
+  std::vector<long> opened;
   core::HttpResponse done;
   api.watch("/api/v1/pods?watch=true", std::chrono::seconds(5),
             {[&](std::string_view l) { lines.emplace_back(l); },
-             [&](core::Result<core::HttpResponse> r) { done = *r; }});
+             [&](core::Result<core::HttpResponse> r) { done = *r; },
+             [&](long status) { opened.push_back(status); }});
   auto p = http.next();
   p->stream(200, {"{\"type\":\"A\"}\n{\"ty", "pe\":\"B\"}\n"});
   p->finish();
@@ -55,7 +57,8 @@ TEST(ApiClientTest, WatchSplitsLinesAndKeepsErrorBodies) {
 
   api.watch("/api/v1/pods?watch=true", std::chrono::seconds(5),
             {[&](std::string_view l) { lines.emplace_back(l); },
-             [&](core::Result<core::HttpResponse> r) { done = *r; }});
+             [&](core::Result<core::HttpResponse> r) { done = *r; },
+             [&](long status) { opened.push_back(status); }});
   auto q = http.next();
   q->stream(400, {"{\"kind\":\"Status\",", "\"message\":\"field label not supported\"}\n"});
   q->finish();
@@ -63,6 +66,8 @@ TEST(ApiClientTest, WatchSplitsLinesAndKeepsErrorBodies) {
   EXPECT_EQ(done.status, 400);
   EXPECT_EQ(describeFailure(done, {"watch", "pods", "", ""}),
             "HTTP 400 on watch pods: field label not supported");
+  // The status line of each, as soon as it is in (a 200 is an open stream).
+  EXPECT_EQ(opened, (std::vector<long>{200, 400}));
 }
 
 TEST(EventRecorderTest, RepeatsArePatchedNotRecreated) {

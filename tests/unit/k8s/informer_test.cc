@@ -42,6 +42,8 @@ class InformerTest : public ::testing::Test {
     c.watchTimeoutMin = std::chrono::seconds(10);
     c.watchTimeoutMax = std::chrono::seconds(20);
     c.backoff = {std::chrono::milliseconds(1), std::chrono::milliseconds(5), 2.0, 0.5};
+    c.failingAfter = std::chrono::seconds(60);
+    c.clock = [this] { return now_; };
     Informer::Handler h;
     h.onEvent = [this](Informer::EventType t, const json& o) {
       seen_.push_back({toString(t), objectKey(o), o["metadata"].value("resourceVersion", "")});
@@ -82,6 +84,16 @@ class InformerTest : public ::testing::Test {
     return l.dump() + "\n";
   }
 
+  std::string metric(const std::string& series) const {
+    const std::string text = metrics_.render();
+    const auto p = text.find("\n" + series + " ");
+    if (p == std::string::npos) return "<absent>";
+    const auto start = p + series.size() + 2;
+    return text.substr(start, text.find('\n', start) - start);
+  }
+
+  // The informer's clock (failure durations, short watches): moved by the test only.
+  std::chrono::steady_clock::time_point now_{std::chrono::hours(1000)};
   boost::asio::io_context io_;
   FakeHttpClient http_;
   ApiClient api_;
@@ -96,8 +108,10 @@ TEST_F(InformerTest, ListThenWatchRecordedStreamInArbitraryPieces) {
   informer->start();
   auto listReq = nextRequest();
   ASSERT_TRUE(listReq);
-  EXPECT_EQ(listReq->request.url,
-            "https://127.0.0.1:6443/api/v1/nodes?limit=500&fieldSelector=metadata.name%3Dn1");
+  EXPECT_EQ(
+      listReq->request.url,
+      "https://127.0.0.1:6443/api/v1/nodes?resourceVersion=0&fieldSelector=metadata.name%3Dn1")
+      << "the first LIST comes from the watch cache (resourceVersion=0), unpaged, as client-go's";
   EXPECT_EQ(listReq->request.headers.at("Authorization"), "Bearer t");
   const std::string listBody =
       okna::testing::transcriptBody(kTranscripts + "02a-node-list-before-watch.txt");
@@ -163,6 +177,9 @@ TEST_F(InformerTest, ExpiredWatchRelistsWithoutLosingEvents) {
   ASSERT_TRUE(relist);
   EXPECT_EQ(param(relist->request.url, "watch"), "<absent>");
   EXPECT_EQ(param(relist->request.url, "continue"), "<absent>");
+  // From the cache, not older than what was seen; no limit (a limit would make it read etcd).
+  EXPECT_EQ(param(relist->request.url, "resourceVersion"), "10");
+  EXPECT_EQ(param(relist->request.url, "limit"), "<absent>");
   seen_.clear();
   // While the watch was gone: a was deleted, b changed, c was created.
   relist->reply(200, list("20", {{"b", "15"}, {"c", "16"}}));
@@ -212,9 +229,16 @@ TEST_F(InformerTest, ServerErrorsBackOffAndHonourRetryAfterFloor) {
     ASSERT_TRUE(l);
     l->reply(503, R"({"kind":"Status","message":"unavailable","code":503})");
     EXPECT_EQ(http_.next(), nullptr) << "a failed LIST must not be retried at once";
+    EXPECT_LE(informer->retryDelay().count(), 5) << "the backoff (1-5 ms here) alone";
   }
   EXPECT_NE(informer->lastError().find("HTTP 503 on list nodes: unavailable"), std::string::npos)
       << informer->lastError();
+  // 04k's answer: 504 with Retry-After: 1. The 1-5 ms backoff is raised to the server's 1 s.
+  auto l = nextRequest();
+  l->reply(504, okna::testing::transcriptBody(kTranscripts + "04k-pod-list-future-rv.txt"),
+           {{"retry-after", "1"}});
+  EXPECT_EQ(informer->retryDelay().count(), 1000);
+  EXPECT_EQ(http_.next(), nullptr);
   nextRequest()->reply(200, list("1", {}));
   EXPECT_TRUE(informer->lastError().empty());
 }
@@ -274,6 +298,275 @@ TEST_F(InformerTest, RecordedPodWatchTracksDeletesAndAdds) {
   EXPECT_EQ(informer->items().count("tenant-a/p-late"), 1u);
   EXPECT_TRUE(informer->items().at("tenant-a/p-init")["metadata"].contains("deletionTimestamp"));
   for (const auto& s : seen_) EXPECT_EQ(s.key.find("other"), std::string::npos);
+}
+
+TEST_F(InformerTest, WatchDeniedAfterSyncFailsAfterTheBoundAndRecoversByItself) {
+  auto informer = make("pods", "/api/v1/pods", "spec.nodeName=n1");
+  informer->start();
+  nextRequest()->reply(200, list("10", {{"p", "9"}}));
+  ASSERT_TRUE(informer->hasSynced());
+  EXPECT_TRUE(informer->health().ok);
+  EXPECT_EQ(metric(R"(okna_k8s_informer_failing{resource="pods"})"), "0");
+  // The watch is denied (list allowed): every attempt gets 403.
+  const std::string forbidden =
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":)"
+      R"("pods is forbidden: User \"node-agent\" cannot watch resource \"pods\"","code":403})";
+  for (int second = 0; second < 59; second += 10) {
+    auto w = nextRequest();
+    ASSERT_TRUE(w);
+    EXPECT_EQ(param(w->request.url, "watch"), "true");
+    w->reply(403, forbidden);
+    EXPECT_TRUE(informer->health().ok) << "within the bound at " << second << " s";
+    now_ += std::chrono::seconds(10);
+  }
+  auto w = nextRequest();
+  now_ += std::chrono::seconds(5);  // 65 s after the first failure
+  w->reply(403, forbidden);
+  const Informer::Health h = informer->health();
+  EXPECT_FALSE(h.ok);
+  EXPECT_NE(h.detail.find("failing for 65 s"), std::string::npos) << h.detail;
+  EXPECT_NE(h.detail.find("needs verb \"watch\" on resource \"pods\""), std::string::npos)
+      << h.detail;
+  EXPECT_EQ(metric(R"(okna_k8s_informer_failing{resource="pods"})"), "1");
+  // Still failing while nothing succeeds, however much time passes.
+  now_ += std::chrono::minutes(10);
+  EXPECT_FALSE(informer->health().ok);
+
+  // The permission comes back: the watch opens and stays open; no event needs to arrive.
+  auto ok = nextRequest();
+  ok->stream(200, {});
+  EXPECT_FALSE(informer->health().ok) << "a watch that has just opened has not proved itself";
+  now_ += std::chrono::seconds(1);
+  EXPECT_TRUE(informer->health().ok);
+  EXPECT_EQ(metric(R"(okna_k8s_informer_failing{resource="pods"})"), "0");
+}
+
+TEST_F(InformerTest, UnauthorizedAfterSyncFailsAfterTheBound) {
+  auto informer = make("nodes", "/api/v1/nodes", "metadata.name=n1");
+  informer->start();
+  nextRequest()->reply(200, list("10", {{"n1", "9"}}));
+  const std::string unauthorized =
+      okna::testing::transcriptBody(kTranscripts + "07c-bad-token-watch-401.txt");
+  nextRequest()->reply(401, unauthorized);
+  now_ += std::chrono::seconds(61);
+  nextRequest()->reply(401, unauthorized);
+  const Informer::Health h = informer->health();
+  EXPECT_FALSE(h.ok);
+  EXPECT_NE(h.detail.find("HTTP 401 Unauthorized on watch nodes"), std::string::npos) << h.detail;
+  // An event on a new watch proves it works at once.
+  auto w = nextRequest();
+  w->stream(200, {R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"12"}}})"
+                  "\n"});
+  EXPECT_TRUE(informer->health().ok);
+}
+
+TEST_F(InformerTest, AWatchThatWorkedStartsANewFailureEpisode) {
+  auto informer = make("nodes", "/api/v1/nodes", "");
+  informer->start();
+  nextRequest()->reply(200, list("10", {}));
+  // One failure, then a watch that stays open for minutes, then one failure: never failing.
+  nextRequest()->fail("Connection refused");
+  now_ += std::chrono::seconds(30);
+  auto w = nextRequest();
+  w->stream(200, {});
+  now_ += std::chrono::minutes(5);
+  w->fail("Connection reset by peer");
+  EXPECT_TRUE(informer->health().ok);
+  now_ += std::chrono::seconds(30);
+  nextRequest()->fail("Connection refused");
+  EXPECT_TRUE(informer->health().ok) << "30 s of failure, not 6 minutes";
+}
+
+TEST_F(InformerTest, EverySeriesIsExportedFromTheStart) {
+  auto informer = make("pods", "/api/v1/pods", "");
+  for (const char* series :
+       {R"(okna_k8s_informer_synced{resource="pods"})",
+        R"(okna_k8s_informer_objects{resource="pods"})",
+        R"(okna_k8s_informer_failing{resource="pods"})",
+        R"(okna_k8s_informer_watches_total{resource="pods"})",
+        R"(okna_k8s_informer_events_total{resource="pods",type="ADDED"})",
+        R"(okna_k8s_informer_events_total{resource="pods",type="BOOKMARK"})",
+        R"(okna_k8s_informer_errors_total{reason="request",resource="pods"})",
+        R"(okna_k8s_informer_errors_total{reason="handler",resource="pods"})",
+        R"(okna_k8s_informer_relists_total{reason="expired",resource="pods"})"})
+    EXPECT_EQ(metric(series), "0") << series << "\n" << metrics_.render();
+}
+
+TEST_F(InformerTest, AHandlerThatThrowsIsCountedAndTheObjectComesAgainAfterABackoff) {
+  auto informer = make("pods", "/api/v1/pods", "spec.nodeName=n1");
+  bool broken = true;
+  Informer::Handler h;
+  h.onEvent = [&](Informer::EventType t, const json& o) {
+    // What a handler does with a field of an unexpected type.
+    if (broken && objectKey(o) == "bad") (void)o["metadata"]["labels"]["x"].get<std::string>();
+    seen_.push_back({toString(t), objectKey(o), ""});
+  };
+  InformerConfig c = informer->config();
+  informer = std::make_unique<Informer>(io_, api_, c, metrics_, h);
+  informer->start();
+  nextRequest()->reply(200, list("10", {{"good", "9"}}));
+  auto w = nextRequest();
+  json bad = {
+      {"type", "ADDED"},
+      {"object",
+       {{"metadata", {{"name", "bad"}, {"resourceVersion", "11"}, {"labels", {{"x", 1}}}}}}}};
+  EXPECT_NO_THROW(w->stream(200, {bad.dump() + "\n"}));
+  EXPECT_EQ(metric(R"(okna_k8s_informer_errors_total{reason="handler",resource="pods"})"), "1");
+  EXPECT_EQ(informer->items().count("bad"), 0u) << "what the handler could not take is not stored";
+  EXPECT_EQ(http_.next(), nullptr) << "the relist waits for its backoff";
+  auto relist = nextRequest();
+  ASSERT_TRUE(relist);
+  EXPECT_EQ(param(relist->request.url, "watch"), "<absent>");
+  broken = false;
+  seen_.clear();
+  relist->reply(200, list("12", {{"good", "9"}, {"bad", "11"}}));
+  ASSERT_EQ(seen_.size(), 1u);
+  EXPECT_EQ(seen_[0].type, "ADDED");
+  EXPECT_EQ(seen_[0].key, "bad");
+  EXPECT_EQ(informer->items().count("bad"), 1u);
+}
+
+TEST_F(InformerTest, FieldsOfUnexpectedTypesInServerDataNeverThrow) {
+  auto informer = make("nodes", "/api/v1/nodes", "");
+  informer->start();
+  nextRequest()->reply(
+      200, R"({"kind":"NodeList","metadata":{"resourceVersion":"10","continue":7},"items":[)"
+           R"({"metadata":{"name":5}},{"metadata":{"name":"a","resourceVersion":"9"}}]})"
+           "\n");
+  EXPECT_TRUE(informer->hasSynced());
+  EXPECT_EQ(informer->items().size(), 1u);
+  auto w = nextRequest();
+  EXPECT_NO_THROW(w->stream(
+      200, {R"({"type":"MODIFIED","object":{"metadata":{"name":"a","resourceVersion":11}}})"
+            "\n",
+            R"({"type":7,"object":{"metadata":{"name":"a"}}})"
+            "\n",
+            R"({"type":"ERROR","object":{"kind":"Status","code":"410","message":[]}})"
+            "\n"}));
+  EXPECT_EQ(informer->resourceVersion(), "10");
+}
+
+TEST_F(InformerTest, WhenTheCacheCannotAnswerAQuorumListIsPaged) {
+  auto informer = make("pods", "/api/v1/pods", "spec.nodeName=n1");
+  informer->start();
+  nextRequest()->reply(200, list("10", {{"p1", "9"}}));
+  auto w = nextRequest();
+  w->reply(410, R"({"kind":"Status","code":410,"reason":"Expired"})");
+  auto relist = nextRequest();
+  EXPECT_EQ(param(relist->request.url, "resourceVersion"), "10");
+  relist->reply(410, okna::testing::transcriptBody(kTranscripts +
+                                                   "04g-pod-list-exact-rv-after-compaction.txt"));
+  // At once, from etcd (no resourceVersion), in pages.
+  auto page1 = http_.next();
+  ASSERT_TRUE(page1) << "one fallback to a quorum list, at once";
+  EXPECT_EQ(param(page1->request.url, "resourceVersion"), "<absent>");
+  EXPECT_EQ(param(page1->request.url, "limit"), "500");
+  EXPECT_EQ(param(page1->request.url, "continue"), "<absent>");
+  page1->reply(200, list("30", {{"p1", "9"}}, "page-2"));
+  auto page2 = nextRequest();
+  EXPECT_EQ(param(page2->request.url, "continue"), "page-2");
+  EXPECT_EQ(param(page2->request.url, "limit"), "500");
+  EXPECT_EQ(param(page2->request.url, "resourceVersion"), "<absent>")
+      << "a continue token carries its own resourceVersion";
+  page2->reply(200, list("30", {{"p2", "29"}}));
+  EXPECT_EQ(informer->items().size(), 2u);
+  auto w2 = nextRequest();
+  EXPECT_EQ(param(w2->request.url, "resourceVersion"), "30");
+  // The next relist asks the cache again.
+  w2->stream(200, {R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"31"}}})"
+                   "\n"});
+  w2->reply(410, "");
+  EXPECT_EQ(param(nextRequest()->request.url, "resourceVersion"), "31");
+}
+
+TEST_F(InformerTest, AnExpiredContinueTokenRestartsTheListAfterABackoff) {
+  auto informer = make("pods", "/api/v1/pods", "spec.nodeName=n1");
+  informer->start();
+  // A server that pages even the cached list (watch cache disabled).
+  nextRequest()->reply(200, list("10", {{"p1", "9"}}, "tok"));
+  auto page2 = nextRequest();
+  page2->reply(410, okna::testing::transcriptBody(kTranscripts +
+                                                  "04f-pod-list-continue-after-compaction.txt"));
+  EXPECT_EQ(http_.next(), nullptr) << "not at once";
+  EXPECT_NE(informer->lastError().find("the continue token expired"), std::string::npos)
+      << informer->lastError();
+  auto again = nextRequest();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(param(again->request.url, "continue"), "<absent>");
+  EXPECT_EQ(param(again->request.url, "resourceVersion"), "<absent>");
+  EXPECT_EQ(param(again->request.url, "limit"), "500");
+  again->reply(410, okna::testing::transcriptBody(kTranscripts +
+                                                  "04f-pod-list-continue-after-compaction.txt"));
+  EXPECT_EQ(http_.next(), nullptr) << "every restart waits";
+  EXPECT_TRUE(informer->items().empty());
+  EXPECT_FALSE(informer->hasSynced());
+}
+
+TEST_F(InformerTest, TooLargeResourceVersionFallsBackToAQuorumList) {
+  auto informer = make("pods", "/api/v1/pods", "spec.nodeName=n1");
+  informer->start();
+  nextRequest()->reply(200, list("1000", {}));
+  nextRequest()->reply(410, "");
+  auto relist = nextRequest();
+  EXPECT_EQ(param(relist->request.url, "resourceVersion"), "1000");
+  // 04k: the cache is behind what the agent saw (etcd restored from a backup).
+  relist->reply(504, okna::testing::transcriptBody(kTranscripts + "04k-pod-list-future-rv.txt"));
+  auto quorum = nextRequest();
+  ASSERT_TRUE(quorum);
+  EXPECT_EQ(param(quorum->request.url, "resourceVersion"), "<absent>");
+}
+
+TEST_F(InformerTest, AWatchClosedAtOnceIsRetriedWithGrowingBackoffNotAtOnce) {
+  auto informer = make("nodes", "/api/v1/nodes", "");
+  informer->start();
+  nextRequest()->reply(200, list("10", {}));
+  std::vector<long> delays;
+  for (int i = 0; i < 4; ++i) {
+    auto w = nextRequest();
+    ASSERT_TRUE(w);
+    EXPECT_EQ(param(w->request.url, "watch"), "true");
+    w->stream(200, {});  // a proxy ends it at once: 200, no event
+    now_ += std::chrono::milliseconds(20);
+    w->finish();
+    EXPECT_EQ(http_.next(), nullptr) << "attempt " << i << " was retried at once";
+    delays.push_back(informer->retryDelay().count());
+  }
+  EXPECT_NE(informer->lastError().find("ended after 20 ms without an event"), std::string::npos)
+      << informer->lastError();
+  EXPECT_EQ(metric(R"(okna_k8s_informer_errors_total{reason="request",resource="nodes"})"), "4");
+  // The backoff was not reset between them: 1, 2, 4, then the 5 ms cap (with jitter).
+  EXPECT_GE(delays.back(), 2) << delays[0] << " " << delays[1] << " " << delays[2];
+  // A watch that ran its course (here: two seconds, no event) is followed at once by the next.
+  auto w = nextRequest();
+  w->stream(200, {});
+  now_ += std::chrono::seconds(2);
+  w->finish();
+  EXPECT_TRUE(http_.next()) << "a healthy watch end is followed by the next watch at once";
+}
+
+TEST_F(InformerTest, ExpiringAgainRightAfterARelistBacksOff) {
+  auto informer = make("nodes", "/api/v1/nodes", "");
+  informer->start();
+  nextRequest()->reply(200, list("10", {}));
+  const std::string expired = okna::testing::readWholeFile(
+      kTranscripts + "04c-node-watch-too-old-rv-after-restart.events.jsonl");
+  nextRequest()->stream(200, {expired});
+  auto relist = http_.next();
+  ASSERT_TRUE(relist) << "the first relist is at once";
+  EXPECT_EQ(param(relist->request.url, "watch"), "<absent>");
+  relist->reply(200, list("11", {}));
+  nextRequest()->stream(200, {expired});
+  EXPECT_EQ(http_.next(), nullptr) << "410 again with no event since the relist: back off";
+  auto later = nextRequest();
+  ASSERT_TRUE(later);
+  EXPECT_EQ(param(later->request.url, "watch"), "<absent>");
+  later->reply(200, list("12", {}));
+  // A watch that delivers an event has worked: its 410 is followed by a relist at once.
+  nextRequest()->stream(200,
+                        {R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"13"}}})"
+                         "\n",
+                         expired});
+  EXPECT_TRUE(http_.next());
 }
 
 TEST(LineSplitterTest, SplitsAcrossPieces) {

@@ -54,6 +54,24 @@ TEST(QuantityTest, RejectsMalformed) {
 
 TEST(QuantityTest, SaturatesInsteadOfOverflowing) {
   EXPECT_EQ(units("999999999999Ei"), std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(units("12345678901234567890"), std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(units("1e30"), std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(milli("1e-30"), 1);
+  EXPECT_EQ(saturatingAdd(std::numeric_limits<std::int64_t>::max(), 1),
+            std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(saturatingAdd(std::numeric_limits<std::int64_t>::min(), -1),
+            std::numeric_limits<std::int64_t>::min());
+  EXPECT_EQ(saturatingAdd(40, 2), 42);
+}
+
+TEST(QuantityTest, RejectsAbsurdExponents) {
+  for (const char* bad :
+       {"1e999", "1e-999", "1e31", "1e-31", "0.5e-30", "0.00000000000000000000000000000000001"}) {
+    auto q = Quantity::parse(bad);
+    ASSERT_FALSE(q.ok()) << bad;
+    EXPECT_NE(q.error().message.find("exponent out of range"), std::string::npos)
+        << q.error().message;
+  }
 }
 
 }  // namespace

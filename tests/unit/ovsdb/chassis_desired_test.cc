@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include <nlohmann/json.hpp>
 
 namespace okna::ovsdb {
@@ -176,10 +178,18 @@ TEST(ParseBridgeMappings, GoodValues) {
   EXPECT_EQ(parseBridgeMappings("a:br-ex,b:br-vlan")->size(), 2u);
 }
 
+// Kubernetes' IsValidLabelValue: at most 63 characters, alphanumerics, '-', '_', '.', beginning
+// and ending with an alphanumeric (or empty).
+bool isValidLabelValue(const std::string& v) {
+  static const std::regex re("(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?");
+  return v.size() <= 63 && std::regex_match(v, re);
+}
+
 TEST(MappingsLabel, EncodingRoundTripsAndIsAValidLabelValue) {
-  for (const std::string native : {"physnet1:br-ex", "physnet1:br-ex,physnet2:br-vlan",
-                                   "phys_net-1.a:br_x.1", "a__b:c", "x:y_"}) {
+  for (const std::string native :
+       {"physnet1:br-ex", "physnet1:br-ex,physnet2:br-vlan", "phys_net-1.a:br_x.1", "a__b:c"}) {
     const std::string label = encodeMappingsLabel(native);
+    EXPECT_TRUE(isValidLabelValue(label)) << native << " -> " << label;
     EXPECT_EQ(label.find(':'), std::string::npos);
     EXPECT_EQ(label.find(','), std::string::npos);
     auto back = decodeMappingsLabel(label);
@@ -188,6 +198,17 @@ TEST(MappingsLabel, EncodingRoundTripsAndIsAValidLabelValue) {
   }
   EXPECT_EQ(encodeMappingsLabel("physnet1:br-ex,physnet2:br-vlan"),
             "physnet1_cbr-ex_sphysnet2_cbr-vlan");
+}
+
+TEST(MappingsLabel, SomeMappingsHaveNoLabelForm) {
+  // A bridge ending in '_' escapes to a value ending in '_', which the API server refuses as a
+  // label value: such mappings can only be given as the annotation.
+  const std::string label = encodeMappingsLabel("x:y_");
+  EXPECT_FALSE(isValidLabelValue(label)) << label;
+  EXPECT_EQ(*decodeMappingsLabel(label), "x:y_");
+  // And a long one exceeds 63 characters.
+  EXPECT_FALSE(isValidLabelValue(
+      encodeMappingsLabel("physnet1:br-ex,physnet2:br-vlan,physnet3:br-ext,physnet4:br-tenant")));
 }
 
 TEST(MappingsLabel, BadEscapesAndCharactersAreErrors) {

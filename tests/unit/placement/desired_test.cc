@@ -105,6 +105,18 @@ TEST(DesiredTest, ReservedIsClampedToTotalWithAWarning) {
   EXPECT_EQ(t.nonVmRequests.cpuMillis, 6000) << "the unclamped value stays visible";
 }
 
+TEST(DesiredTest, HugeRequestsSaturateInsteadOfWrappingToNothingReserved) {
+  PlacementConfig cfg;
+  // Each alone saturates at INT64_MAX; their sum used to wrap to a negative, then 0, reserved.
+  auto t = planPlacement(cfg, node("4", "8Gi"),
+                         {pod("a", "12345678901234567890", "12345678901234567890"),
+                          pod("b", "1", "1Gi"), pod("c", "12345678901234567890", "1Ei")});
+  EXPECT_EQ(t.nonVmRequests.cpuMillis, std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(t.nonVmRequests.memoryBytes, std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(t.root.inventories.at("VCPU").reserved, 4);
+  EXPECT_EQ(t.root.inventories.at("MEMORY_MB").reserved, 8192);
+}
+
 TEST(DesiredTest, DedicatedCpus) {
   PlacementConfig cfg;
   auto n = node("16");
@@ -206,6 +218,32 @@ TEST(DesiredTest, Traits) {
                     "CUSTOM_GPU_LAB", "HW_CPU_X86_AESNI", "HW_CPU_X86_AMD_SSBD",
                     "HW_CPU_X86_AVX512F", "HW_CPU_X86_SSE42"}));
   EXPECT_EQ(t.warnings.size(), 2u);
+}
+
+TEST(DesiredTest, UnderTheHardenedProfileTraitsComeOnlyFromKeysAKubeletCannotSet) {
+  auto n = node();
+  n.labels = {{"trait.openkeel.io/CUSTOM_TRUSTED_HOST", ""},
+              {"node-restriction.kubernetes.io/openkeel-trait-CUSTOM_GPU_LAB", ""},
+              {"node-restriction.kubernetes.io/openkeel-trait-custom_lower", ""}};
+  PlacementConfig cfg;
+  cfg.capabilityTraits = {};
+  // Default profile: both spellings count.
+  auto open = planPlacement(cfg, n, {});
+  EXPECT_EQ(open.root.traits, (Traits{"COMPUTE_NODE", "CUSTOM_GPU_LAB", "CUSTOM_TRUSTED_HOST"}));
+  // Hardened: a compromised kubelet could set trait.openkeel.io/* on its own Node and attract
+  // VMs that require the trait; only node-restriction.kubernetes.io/ keys count.
+  cfg.trustedTraitsOnly = true;
+  auto hardened = planPlacement(cfg, n, {});
+  EXPECT_EQ(hardened.root.traits, (Traits{"COMPUTE_NODE", "CUSTOM_GPU_LAB"}));
+  ASSERT_EQ(hardened.warnings.size(), 2u);
+  EXPECT_NE(hardened.warnings[0].find("label node-restriction.kubernetes.io/openkeel-trait-"
+                                      "custom_lower: \"custom_lower\" is not a trait name"),
+            std::string::npos)
+      << hardened.warnings[0];
+  EXPECT_EQ(hardened.warnings[1],
+            "label trait.openkeel.io/CUSTOM_TRUSTED_HOST ignored: under the hardened profile the "
+            "node's own kubelet could set it; use "
+            "node-restriction.kubernetes.io/openkeel-trait-CUSTOM_TRUSTED_HOST");
 }
 
 // nova/virt/libvirt/utils.py CPU_TRAITS_MAPPING (python3-nova, Zed), every entry, written out

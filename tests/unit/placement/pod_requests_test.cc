@@ -123,5 +123,16 @@ TEST(PodRequestsTest, VirtLauncher) {
   EXPECT_TRUE(isVirtLauncher(pod));
 }
 
+TEST(PodRequestsTest, SumsSaturate) {
+  k8s::PodInfo pod;
+  pod.name = "p";
+  pod.containers = {c("12345678901234567890", "12345678901234567890"), c("1", "1Mi")};
+  pod.initContainers = {c("9223372036854775807m", "8Ei", "Always")};
+  pod.overhead = {{"cpu", "1"}, {"memory", "1"}};
+  const PodRequests r = podRequests(pod, nullptr);
+  EXPECT_EQ(r.cpuMillis, std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(r.memoryBytes, std::numeric_limits<std::int64_t>::max());
+}
+
 }  // namespace
 }  // namespace okna::placement

@@ -1,0 +1,184 @@
+// The real CurlHttpClient against a one-response-per-connection HTTP server on the same loop:
+// a caller's callback that throws fails its transfer, never the loop.
+
+#include "core/curl_http_client.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <boost/asio/buffers_iterator.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <boost/asio/write.hpp>
+#include <memory>
+
+namespace okna::core {
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+// Answers every request with `response`, then closes the connection.
+class OneShotServer {
+ public:
+  OneShotServer(asio::io_context& io, std::string response)
+      : acceptor_(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)),
+        response_(std::move(response)) {
+    accept();
+  }
+  std::string url() const {
+    return "http://127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port()) + "/";
+  }
+
+ private:
+  void accept() {
+    acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
+      if (ec) return;
+      auto s = std::make_shared<tcp::socket>(std::move(socket));
+      auto buf = std::make_shared<asio::streambuf>();
+      asio::async_read_until(
+          *s, *buf, "\r\n\r\n", [this, s, buf](boost::system::error_code e, std::size_t) {
+            if (e) return;
+            asio::async_write(*s, asio::buffer(response_),
+                              [s](boost::system::error_code, std::size_t) { s->close(); });
+          });
+      accept();
+    });
+  }
+  tcp::acceptor acceptor_;
+  std::string response_;
+};
+
+// Reads the whole request body (Content-Length) before it answers, as most servers do, in
+// small reads: slower than curl writes, so that the socket buffers between them fill up.
+class BodyReadingServer {
+ public:
+  explicit BodyReadingServer(asio::io_context& io)
+      : acceptor_(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
+    acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
+      if (ec) return;
+      socket_ = std::make_unique<tcp::socket>(std::move(socket));
+      asio::async_read_until(*socket_, buf_, "\r\n\r\n", [this](auto e, std::size_t headerEnd) {
+        if (e) return;
+        const std::string head(asio::buffers_begin(buf_.data()),
+                               asio::buffers_begin(buf_.data()) + headerEnd);
+        length_ = std::stoul(head.substr(head.find("Content-Length: ") + 16));
+        buf_.consume(headerEnd);
+        received = buf_.size();
+        readSome();
+      });
+    });
+  }
+  std::string url() const {
+    return "http://127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port()) + "/";
+  }
+  std::size_t received = 0;
+
+ private:
+  void readSome() {
+    if (received >= length_) {
+      response_ =
+          "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(std::to_string(length_).size()) +
+          "\r\nConnection: close\r\n\r\n" + std::to_string(length_);
+      asio::async_write(*socket_, asio::buffer(response_),
+                        [this](auto, std::size_t) { socket_->close(); });
+      return;
+    }
+    socket_->async_read_some(asio::buffer(chunk_), [this](auto e, std::size_t n) {
+      if (e) return;
+      received += n;
+      readSome();
+    });
+  }
+  tcp::acceptor acceptor_;
+  std::unique_ptr<tcp::socket> socket_;
+  asio::streambuf buf_;
+  std::array<char, 1024> chunk_{};
+  std::size_t length_ = 0;
+  std::string response_;
+};
+
+const char* kOk =
+    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 12\r\n"
+    "Connection: close\r\n\r\n{\"a\":\"b\"}\n\n\n";
+
+TEST(CurlHttpClientTest, ACallbackThatThrowsFailsItsTransferNotTheLoop) {
+  asio::io_context io;
+  OneShotServer server(io, kOk);
+  CurlHttpClient http(io);
+  std::optional<Result<HttpResponse>> streamed, plain;
+  HttpRequest r;
+  r.url = server.url();
+  const auto bothDone = [&] {
+    if (streamed && plain) io.stop();
+  };
+  http.send(r, {nullptr, [](std::string_view) { throw std::runtime_error("type_error: boom"); },
+                [&](Result<HttpResponse> res) {
+                  streamed = std::move(res);
+                  bothDone();
+                }});
+  http.send(r, {nullptr, nullptr, [&](Result<HttpResponse> res) {
+                  plain = std::move(res);
+                  bothDone();
+                }});
+  // The bound of a hang, not a wait: the loop stops when both are done.
+  EXPECT_NO_THROW(io.run_for(std::chrono::seconds(30)));
+  ASSERT_TRUE(streamed.has_value());
+  ASSERT_FALSE(streamed->ok());
+  EXPECT_NE(streamed->error().message.find("a callback threw: type_error: boom"), std::string::npos)
+      << streamed->error().message;
+  // The other transfer on the same loop is unaffected.
+  ASSERT_TRUE(plain.has_value());
+  ASSERT_TRUE(plain->ok()) << plain->error().message;
+  EXPECT_EQ((*plain)->status, 200);
+  EXPECT_EQ(http.callbackErrors(), 1u);
+}
+
+TEST(CurlHttpClientTest, ADoneCallbackThatThrowsIsContained) {
+  asio::io_context io;
+  OneShotServer server(io, kOk);
+  CurlHttpClient http(io);
+  HttpRequest r;
+  r.url = server.url();
+  int done = 0;
+  http.send(r, {nullptr, nullptr, [&](Result<HttpResponse>) {
+                  if (++done == 2) io.stop();
+                  throw std::logic_error("bug in a handler");
+                }});
+  http.send(r, {nullptr, nullptr, [&](Result<HttpResponse>) {
+                  if (++done == 2) io.stop();
+                }});
+  EXPECT_NO_THROW(io.run_for(std::chrono::seconds(30)));
+  EXPECT_EQ(done, 2);
+  EXPECT_EQ(http.callbackErrors(), 1u);
+  EXPECT_EQ(http.inFlight(), 0u);
+}
+
+TEST(CurlHttpClientTest, AnUploadWaitsForWritabilityWhileItAlsoWaitsForAnAnswer) {
+  // curl watches an uploading socket in both directions (an early answer ends the upload).
+  // Once the socket buffers are full, only writability (the server draining them, on this very
+  // loop) lets the upload go on: a wait for readability alone would never end.
+  asio::io_context io;
+  BodyReadingServer server(io);
+  CurlHttpClient http(io);
+  HttpRequest r;
+  r.method = "POST";
+  r.url = server.url();
+  r.body.assign(64u << 20, 'x');
+  r.totalTimeout = std::chrono::seconds(20);  // a bound: it takes well under a second
+  std::optional<Result<HttpResponse>> done;
+  http.send(r, {nullptr, nullptr, [&](Result<HttpResponse> res) {
+                  done = std::move(res);
+                  io.stop();
+                }});
+  io.run();
+  ASSERT_TRUE(done.has_value());
+  ASSERT_TRUE(done->ok()) << done->error().message;
+  EXPECT_EQ((*done)->status, 200);
+  EXPECT_EQ((*done)->body, std::to_string(64u << 20));
+  EXPECT_EQ(server.received, 64u << 20);
+}
+
+}  // namespace
+}  // namespace okna::core
