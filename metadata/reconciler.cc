@@ -92,6 +92,9 @@ void Reconciler::update(const ovsdb::SbMetadataView& view, const std::string& in
   bridge_ = integrationBridge.empty() ? "br-int" : integrationBridge;
   bridgePorts_ = bridgePorts;
   if (!verifyScheduled_) scheduleVerify();
+  // A port being re-plugged goes back in once ovs-vswitchd has dropped the old one.
+  for (auto& [id, st] : networks_)
+    if (st.replug && st.applied && !bridgePorts_.count(st.applied->hostIface)) st.replug = false;
   const bool synced = view.enabled && view.synced;
   if (view.version != viewVersion_ || synced != viewSynced_ ||
       view.notSyncedReason != plan_.notSyncedReason) {
@@ -222,6 +225,9 @@ void Reconciler::onEnsured(const NetworkPlan& network, core::Result<Plumbing::En
   const bool first = !st.applied;
   const bool verification = st.verify;
   st.verify = false;
+  // Only once the port can really be removed (the view synced: pruning allowed).
+  if (ensured->namespaceCreated && bridgePorts_.count(network.hostIface) && plan_.synced)
+    st.replug = true;
   st.applied = network;
   st.lastError.clear();
   st.backoff = {};
@@ -321,7 +327,7 @@ void Reconciler::submitPorts() {
   desired.enabled = wantsSouthbound();
   desired.bridge = bridge_;
   for (const auto& [id, st] : networks_) {
-    if (st.removing) continue;
+    if (st.removing || st.replug) continue;
     const auto planned = plan_.networks.find(id);
     // A port is plugged once its veth exists, and kept while it is being re-ensured: a restart
     // must not unplug and re-plug a working namespace.

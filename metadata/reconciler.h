@@ -121,6 +121,9 @@ class Reconciler {
     bool busy = false;  // a worker job is in flight
     bool removing = false;
     bool verify = false;  // re-ensure although applied (the periodic check)
+    // The veth was re-created under an OVS port of the same name: ovs-vswitchd keeps the old
+    // device open (the userspace datapath at least), so the port is removed, then added again.
+    bool replug = false;
     std::chrono::milliseconds backoff{0};
     std::chrono::steady_clock::time_point retryAt{};
     std::string lastError;

@@ -19,14 +19,14 @@
 # THE AGENT SLOT: set AGENT_CMD to a shell command line that starts the agent in the foreground.
 # run.sh removes the by-hand metadata plumbing first (the agent must build ovnmeta-<net> itself),
 # starts a static nginx "Nova" on 127.0.0.1:$OKOF_NOVA_PORT, then runs
-#   ip netns exec <hv_netns> bash -c "exec $AGENT_CMD"       (stdout+stderr: $OKOF_BENCH_DIR/agent.log)
+#   nsenter --net=/run/netns/<hv_netns> bash -c "exec $AGENT_CMD"  (output: $OKOF_BENCH_DIR/agent.log)
 # in the namespace where ovs-vswitchd and br-int's host-side ports live, waits (bounded) until the
 # VM gets a 200 through it, measures, records its threads and RSS, and SIGTERMs it. The command
 # finds everything in its environment:
 #   OKOF_OVS_REMOTE  OKOF_SB_REMOTE  OKOF_SB_TCP_REMOTE  OKOF_CHASSIS  OKOF_NET_ID
 #   OKOF_NOVA_HOST (127.0.0.1)  OKOF_NOVA_PORT  OKOF_SHARED_SECRET_FILE  OKOF_BENCH_DIR
-# e.g. AGENT_CMD='build/agent/openkeel-node-agent --config "$OKOF_BENCH_DIR/agent.yaml"' after
-# writing that file from those variables in a wrapper script.
+# The real agent: AGENT_CMD="bash bench/metadata/agent_slot.sh" (writes its config from those
+# variables and starts a fake kube-apiserver with a compute Node beside it).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 C=$root/tests/fixtures/ovn/chassis.sh
@@ -74,6 +74,8 @@ cleanup() {
   local w
   for w in "$T"/nginx-*; do [[ -d "$w" ]] && "$NG" stop "$w"; done
   "$C" stop "$CH"
+  # agent_slot.sh's fake kube-apiserver
+  [[ -f "$T/agent-slot/apiserver.pid" ]] && kill "$(cat "$T/agent-slot/apiserver.pid")" 2>/dev/null
   if [[ "$keep" == 1 ]]; then log "kept $T"; else rm -rf "$T"; fi
 }
 trap cleanup EXIT
@@ -141,7 +143,9 @@ setup_agent() {
   OKOF_NET_ID=$net
   log "agent: $AGENT_CMD (in ${hv_ns:-the host namespace})"
   if [[ -n "$hv_ns" ]]; then
-    ip netns exec "$hv_ns" bash -c "exec $AGENT_CMD" >>"$T/agent.log" 2>&1 &
+    # nsenter, not `ip netns exec`: the agent must stay in the host's mount namespace, or the
+    # ovnmeta-* namespaces it bind-mounts under /run/netns are visible to it alone.
+    nsenter --net="/run/netns/$hv_ns" bash -c "exec $AGENT_CMD" >>"$T/agent.log" 2>&1 &
   else
     bash -c "exec $AGENT_CMD" >>"$T/agent.log" 2>&1 &
   fi

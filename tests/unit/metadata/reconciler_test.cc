@@ -291,6 +291,29 @@ TEST_F(ReconcilerTest, ThePeriodicCheckRebuildsANamespaceDeletedBehindTheAgentsB
   EXPECT_TRUE(ready());
 }
 
+TEST_F(ReconcilerTest, ARecreatedVethIsUnpluggedThenPluggedAgain) {
+  r_->setActive(true);
+  r_->update(view({"net-a"}), "br-int", {});
+  settle();
+  r_->update(view({"net-a"}), "br-int", {"tapnet-a0"});
+  settle();
+  // The namespace (and its veth) rebuilt under the existing OVS port: the port goes first...
+  plumbing_.existing.clear();
+  r_->verifyAll();
+  settle();
+  EXPECT_EQ(ovs_.ports.count("tapnet-a0"), 0U) << "ovs-vswitchd would keep the dead device";
+  EXPECT_TRUE(ovs_.prune);
+  // ...and comes back once the bridge no longer has it.
+  r_->update(view({"net-a"}), "br-int", {});
+  settle();
+  EXPECT_EQ(ovs_.ports, (std::map<std::string, std::string>{{"tapnet-a0", "md-net-a"}}));
+  // A check that finds nothing wrong never unplugs.
+  r_->update(view({"net-a"}), "br-int", {"tapnet-a0"});
+  r_->verifyAll();
+  settle();
+  EXPECT_EQ(ovs_.ports.count("tapnet-a0"), 1U);
+}
+
 TEST_F(ReconcilerTest, AFailedCheckIsNotReadyAndRetriedUntilRepaired) {
   r_->setActive(true);
   r_->update(view({"net-a"}), "br-int", {});

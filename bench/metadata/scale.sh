@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# Metadata service benchmark, measures 2 and 3 (scale), with the real agent (agent_slot.sh via
+# nsenter, as run.sh). One real OVN chassis (tests/fixtures/ovn/chassis.sh); networks are written
+# in bulk by scale_nets.py (one NB transaction, ML2/OVN's rows), each with ONE compute port
+# requested on our chassis. Its "VM" is either a real namespace (as chassis.sh add-vm builds it,
+# plus a static neighbour entry for the metadata IP) or -- beyond the sample -- a bare veth in
+# the chassis namespace: ovn-controller binds both alike (iface-id), but only real namespaces can
+# ask for metadata. All ports of a step are plugged in ONE ovs-vsctl transaction ("bound at once").
+# vm_poll.py asks every real VM namespace for meta_data.json until it gets a 200.
+#   (a) 1 network: SB Port_Binding up=true (ovsdb-client monitor timestamp) -> first 200 (x3)
+#   (b) B networks at once: plug -> all B bound (SB), agent ready B, the last VM answers
+#   (c) agent start with S networks present (cold: no ovnmeta-*; then warm: restart, adopt)
+#   (d) agent VmRSS with 0, B+3 and S networks
+#   sudo bench/metadata/scale.sh [--batch 200] [--batch-sample 200] [--startup 1000]
+#                                [--startup-sample 20] [--keep]
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+C=$root/tests/fixtures/ovn/chassis.sh
+NG=$root/tests/fixtures/ovn/nginx.sh
+export PATH="$PATH:/usr/sbin:/sbin"
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY
+batch=200 batch_sample=200 startup=1000 startup_sample=20 keep=0
+while (($#)); do
+  case "$1" in
+    --batch) batch=$2; shift 2 ;;
+    --batch-sample) batch_sample=$2; shift 2 ;;
+    --startup) startup=$2; shift 2 ;;
+    --startup-sample) startup_sample=$2; shift 2 ;;
+    --keep) keep=1; shift ;;
+    *) sed -n '2,/^set -uo/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  esac
+done
+[[ $(id -u) == 0 ]] || { echo "scale.sh: needs root" >&2; exit 1; }
+
+T=$(mktemp -d /tmp/okof-scale.XXXXXX)
+tag=${T##*.}
+CH=$T/chassis
+agent_pid="" agent_n=0 monitor=""
+log() { echo "[scale.sh $(date -u +%T.%3N)] $*" >&2; }
+cleanup() {
+  [[ -n "$monitor" ]] && kill "$monitor" 2>/dev/null
+  stop_agent
+  "$NG" stop "$T/nginx-nova"
+  [[ -f "$T/agent-slot/apiserver.pid" ]] && kill "$(cat "$T/agent-slot/apiserver.pid")" 2>/dev/null
+  "$C" stop "$CH"
+  if [[ "$keep" == 1 ]]; then log "kept $T"; else rm -rf "$T"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+mkdir -p "$T/www/openstack/latest"
+cp "$root/bench/metadata/meta_data.json" "$T/www/openstack/latest/"
+"$C" start "$CH" || exit 1
+# shellcheck source=../../tests/fixtures/ovn/chassis.sh
+source "$C"
+_okof_env "$CH" || exit 1
+hv_ns=$OKOF_HV_NS
+chassis=$(chassis_info "$CH" chassis)
+chassis_uuid=$(_okof_sbctl --bare --columns=_uuid find Chassis name="$chassis")
+"$NG" start "$T/nginx-nova" "$hv_ns" 127.0.0.1:8775 static "$T/www" || exit 1
+echo -n secret >"$T/shared-secret"
+export OKOF_OVS_REMOTE OKOF_SB_REMOTE OKOF_SB_TCP_REMOTE OKOF_CHASSIS=$chassis OKOF_NET_ID=none \
+  OKOF_NOVA_HOST=127.0.0.1 OKOF_NOVA_PORT=8775 OKOF_SHARED_SECRET_FILE=$T/shared-secret \
+  OKOF_BENCH_DIR=$T OKNA_LOG_LEVEL=${OKNA_LOG_LEVEL:-info}
+OKOF_OVS_REMOTE=$(chassis_info "$CH" ovs_remote)
+OKOF_SB_REMOTE=$(chassis_info "$CH" sb_remote)
+OKOF_SB_TCP_REMOTE=$(chassis_info "$CH" sb_tcp_remote)
+
+now() { date +%s.%N; }
+ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", (b - a) * 1000 }'; }
+# wait_for SECONDS CMD...: bounded poll.
+wait_for() {
+  local deadline=$((SECONDS + $1))
+  shift
+  until "$@" >/dev/null 2>&1; do ((SECONDS < deadline)) || return 1; sleep 0.01; done
+}
+start_agent() {
+  agent_n=$((agent_n + 1))
+  nsenter --net="/run/netns/$hv_ns" bash -c "exec bash $root/bench/metadata/agent_slot.sh" \
+    >"$T/agent-$agent_n.log" 2>&1 &
+  agent_pid=$!
+}
+stop_agent() {
+  [[ -n "$agent_pid" ]] || return 0
+  kill -TERM "$agent_pid" 2>/dev/null
+  wait "$agent_pid" 2>/dev/null
+  agent_pid=""
+}
+health() { # health PATH: GET on the current agent's health port
+  local port
+  port=$(grep -o 'serving /healthz.* on 127.0.0.1:[0-9]*' "$T/agent-$agent_n.log" 2>/dev/null | grep -o '[0-9]*$')
+  [[ -n "$port" ]] && ip netns exec "$hv_ns" curl -sf "http://127.0.0.1:$port$1"
+}
+ready_ns() { health /metrics | awk '/^okna_metadata_namespaces\{state="ready"\}/ {print $2}'; }
+ready_at_least() { (($(ready_ns || echo 0) >= $1)); }
+rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$agent_pid/status"; }
+bound_count() { _okof_sbctl --bare --columns=up find Port_Binding chassis="$chassis_uuid" | grep -c true; }
+bound_at_least() { (($(bound_count) >= $1)); }
+
+# add_nets N FIRST SAMPLE: N networks from index FIRST; the first SAMPLE get a real VM namespace.
+# Writes $T/plug-FIRST (ovs-vsctl args) and $T/sample-FIRST (namespace names).
+add_nets() {
+  local n=$1 first=$2 sample=$3 i=0 _net md_ip md_mac lsp mac ip prefix gw dev tap ns
+  /usr/bin/python3 "$root/bench/metadata/scale_nets.py" "$CH" "$n" "$first" >"$T/nets-$first" || return 1
+  : >"$T/plug-$first"
+  : >"$T/sample-$first"
+  : >"$T/veths-$first"
+  while read -r _net md_ip md_mac lsp mac ip prefix gw dev; do
+    tap=tap${lsp:0:11}
+    if ((i < sample)); then
+      ns=okof-sc$tag-$((first + i))
+      _okof_netns_add "$ns" && _okof_hv_ip link add "$tap" type veth peer name eth0 netns "$ns" &&
+        ip -n "$ns" link set eth0 address "$mac" mtu 1442 up &&
+        ip -n "$ns" addr add "$ip/$prefix" dev eth0 &&
+        ip -n "$ns" route add 169.254.169.254/32 via "$md_ip" dev eth0 &&
+        ip -n "$ns" route add default via "$gw" dev eth0 &&
+        ip -n "$ns" neigh replace "$md_ip" lladdr "$md_mac" dev eth0 nud permanent &&
+        ip netns exec "$ns" ethtool -K eth0 tx off tso off >/dev/null &&
+        _okof_hv_ip link set "$tap" up || return 1
+      echo "$ns" >>"$T/sample-$first"
+    else
+      # a bare veth in the chassis namespace: bound by ovn-controller, never asks for metadata
+      printf 'link add %s type veth peer name v%s\nlink set %s up\nlink set v%s up\n' \
+        "$tap" "${lsp:0:11}" "$tap" "${lsp:0:11}" >>"$T/veths-$first"
+    fi
+    printf -- '-- add-port br-int %s -- set Interface %s external_ids:iface-id=%s external_ids:attached-mac=%s external_ids:iface-status=active external_ids:vm-uuid=%s\n' \
+      "$tap" "$tap" "$lsp" "$mac" "$dev" >>"$T/plug-$first"
+    i=$((i + 1))
+  done <"$T/nets-$first"
+  [[ -s "$T/veths-$first" ]] && { _okof_hv_ip -b "$T/veths-$first" || return 1; }
+  return 0
+}
+# plug FIRST: all ports of add_nets FIRST into br-int, 250 per ovs-vsctl transaction.
+plug() {
+  local chunk
+  split -l 250 "$T/plug-$1" "$T/plug-$1.part."
+  for chunk in "$T/plug-$1.part."*; do
+    # shellcheck disable=SC2046
+    _okof_vsctl $(cat "$chunk") || return 1
+  done
+}
+out=$T/results.md
+: >"$out"
+res() { echo "$*" | tee -a "$out" >&2; }
+
+# ---------------------------------------------------------------- agent with 0 networks
+start_agent
+t0=$(now)
+wait_for 60 health /readyz || { log "agent not ready"; tail "$T/agent-1.log" >&2; exit 1; }
+res "agent start, 0 networks: /readyz 200 after $(ms "$t0" "$(now)") ms; VmRSS $(rss_kb) kB, threads $(ls /proc/$agent_pid/task | wc -l)"
+
+# ---------------------------------------------------------------- (a) one network, x3
+ovsdb-client --timestamp monitor "unix:$CH/sb.sock" OVN_Southbound Port_Binding logical_port,chassis,up \
+  >"$T/sb-monitor.txt" 2>/dev/null &
+monitor=$!
+nets=0
+for trial in 1 2 3; do
+  add_nets 1 $nets 1 || exit 1
+  ns=$(cat "$T/sample-$nets")
+  lsp=$(cut -d' ' -f4 "$T/nets-$nets")
+  /usr/bin/python3 "$root/bench/metadata/vm_poll.py" --period-ms 5 --connect-timeout-ms 10 \
+    --timeout-s 30 "$ns" >"$T/poll-$nets" &
+  poll=$!
+  t_plug=$(now)
+  plug $nets || exit 1
+  wait $poll
+  t_200=$(cut -d' ' -f2 "$T/poll-$nets")
+  # the monitor's timestamp of the update that shows the port up=true
+  t_up=$(awk -v l="\"$lsp\"" '/^20[0-9][0-9]-/ { ts = $1 " " $2 } $0 ~ l && $NF == "true" && !x { print ts; x = 1 }' "$T/sb-monitor.txt")
+  t_up=$(date -u -d "$t_up UTC" +%s.%N)
+  res "(a) trial $trial: plug -> SB up=true $(ms "$t_plug" "$t_up") ms; up=true -> first 200 in the VM $(ms "$t_up" "${t_200:-0}") ms (plug -> 200: $(ms "$t_plug" "${t_200:-0}") ms)"
+  nets=$((nets + 1))
+done
+kill $monitor
+monitor=""
+
+# ---------------------------------------------------------------- (b) B networks at once
+add_nets "$batch" $nets "$batch_sample" || exit 1
+mapfile -t sample <"$T/sample-$nets"
+/usr/bin/python3 "$root/bench/metadata/vm_poll.py" --period-ms 50 --connect-timeout-ms 40 \
+  --timeout-s 120 "${sample[@]}" >"$T/poll-$nets" 2>"$T/poll-$nets.err" &
+poll=$!
+t_plug=$(now)
+plug $nets || exit 1
+t_plugged=$(now)
+total=$((nets + batch))
+wait_for 120 bound_at_least $total
+t_bound=$(now)
+wait_for 120 ready_at_least $total
+t_ready=$(now)
+wait $poll
+t_last=$(tail -n1 "$T/poll-$nets" | cut -d' ' -f2)
+res "(b) $batch networks plugged at once (ovs-vsctl took $(ms "$t_plug" "$t_plugged") ms): all bound (SB) +$(ms "$t_plug" "$t_bound") ms, agent ready=$total +$(ms "$t_plug" "$t_ready") ms, $(wc -l <"$T/poll-$nets")/${#sample[@]} VMs answered, the last +$(ms "$t_plug" "${t_last:-0}") ms (first +$(ms "$t_plug" "$(head -n1 "$T/poll-$nets" | cut -d' ' -f2)") ms)"
+res "(d) VmRSS with $total namespaces: $(rss_kb) kB, threads $(ls /proc/$agent_pid/task | wc -l)"
+nets=$total
+
+# ---------------------------------------------------------------- (c) start-up with S networks
+if ((startup > nets)); then
+  stop_agent
+  more=$((startup - nets))
+  t0=$(now)
+  add_nets $more $nets "$startup_sample" || exit 1
+  plug $nets || exit 1
+  wait_for 300 bound_at_least $startup || { log "only $(bound_count) bound"; exit 1; }
+  log "$more more networks made and bound in $(ms "$t0" "$(now)") ms"
+  nets=$startup
+fi
+mapfile -t sample < <(cat "$T"/sample-*)
+# cold: remove every ovnmeta-* (and its OVS port) the first agent made
+stop_agent
+t0=$(now)
+for d in "$CH"/net/*/info; do
+  ns=$(_okof_kv_get "$d" metadata_netns)
+  [[ -e /run/netns/$ns ]] && ip netns del "$ns"
+  echo "-- --if-exists del-port br-int $(_okof_kv_get "$d" metadata_tap_host)"
+done >"$T/unplug"
+# shellcheck disable=SC2046
+_okof_vsctl $(cat "$T/unplug") || exit 1
+# a deleted namespace takes its veths down asynchronously: wait until no tap<net>0 is left
+taps_gone() { ! _okof_hv_ip -br link | grep -qE "^tap($(ls "$CH/net" | cut -c1-10 | paste -sd'|' -))0"; }
+wait_for 120 taps_gone || log "WARNING: old metadata veths still present"
+log "removed the old ovnmeta namespaces in $(ms "$t0" "$(now)") ms"
+for mode in cold warm; do
+  [[ $mode == warm ]] && stop_agent
+  /usr/bin/python3 "$root/bench/metadata/vm_poll.py" --period-ms 50 --connect-timeout-ms 40 \
+    --timeout-s 180 "${sample[@]}" >"$T/poll-$mode" 2>"$T/poll-$mode.err" &
+  poll=$!
+  t0=$(now)
+  start_agent
+  wait_for 180 health /readyz
+  t_readyz=$(now)
+  wait_for 180 ready_at_least $nets
+  t_ready=$(now)
+  wait $poll
+  t_last=$(tail -n1 "$T/poll-$mode" | cut -d' ' -f2)
+  res "(c) $mode start with $nets networks: /readyz 200 +$(ms "$t0" "$t_readyz") ms, ready=$nets (metrics) +$(ms "$t0" "$t_ready") ms, $(wc -l <"$T/poll-$mode")/${#sample[@]} sampled VMs answered, the last +$(ms "$t0" "${t_last:-0}") ms"
+  res "(d) VmRSS with $nets namespaces ($mode start): $(rss_kb) kB, threads $(ls /proc/$agent_pid/task | wc -l)"
+done
+health '/readyz?verbose' >"$T/readyz.txt"
+grep -m1 -i 'network' "$T/readyz.txt" >&2
+cat "$out"
