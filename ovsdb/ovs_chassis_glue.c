@@ -330,8 +330,9 @@ okna_ovs_txn* okna_ovs_txn_start(okna_ovs_idl* h, const okna_ovs_op* ops, size_t
   return t;
 }
 
-okna_txn_status okna_ovs_txn_commit(okna_ovs_txn* t) {
-  enum ovsdb_idl_txn_status status = ovsdb_idl_txn_commit(t->txn);
+/* Shared by every transaction of the glue (ovs_idl_glue_private.h). */
+okna_txn_status okna_glue_txn_commit(struct ovsdb_idl_txn* txn, char* error, size_t error_size) {
+  enum ovsdb_idl_txn_status status = ovsdb_idl_txn_commit(txn);
   switch (status) {
     case TXN_INCOMPLETE:
       return OKNA_TXN_INCOMPLETE;
@@ -346,12 +347,16 @@ okna_txn_status okna_ovs_txn_commit(okna_ovs_txn* t) {
     case TXN_NOT_LOCKED:
     case TXN_ERROR:
     default: {
-      const char* detail = ovsdb_idl_txn_get_error(t->txn);
-      snprintf(t->error, sizeof t->error, "%s%s%s", ovsdb_idl_txn_status_to_string(status),
+      const char* detail = ovsdb_idl_txn_get_error(txn);
+      snprintf(error, error_size, "%s%s%s", ovsdb_idl_txn_status_to_string(status),
                detail && *detail ? ": " : "", detail ? detail : "");
       return OKNA_TXN_ERROR;
     }
   }
+}
+
+okna_txn_status okna_ovs_txn_commit(okna_ovs_txn* t) {
+  return okna_glue_txn_commit(t->txn, t->error, sizeof t->error);
 }
 
 void okna_ovs_txn_wait(okna_ovs_txn* t) {

@@ -2,7 +2,15 @@
 #ifndef OKNA_OVSDB_OVS_IDL_GLUE_PRIVATE_H
 #define OKNA_OVSDB_OVS_IDL_GLUE_PRIVATE_H
 
+#include <stddef.h>
+
+#include "ovs_chassis_glue.h" /* okna_txn_status */
+
 struct ovsdb_idl;
+struct ovsdb_idl_txn;
+
+/* Commits (non-blocking) and maps the IDL's status; on error writes the reason to `error`. */
+okna_txn_status okna_glue_txn_commit(struct ovsdb_idl_txn* txn, char* error, size_t error_size);
 
 struct okna_ovs_idl {
   struct ovsdb_idl* idl;

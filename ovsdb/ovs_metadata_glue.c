@@ -302,27 +302,7 @@ okna_sb_txn* okna_sb_txn_set_chassis_private_ids(okna_sb_idl* h, const char* con
 }
 
 okna_txn_status okna_sb_txn_commit(okna_sb_txn* t) {
-  enum ovsdb_idl_txn_status status = ovsdb_idl_txn_commit(t->txn);
-  switch (status) {
-    case TXN_INCOMPLETE:
-      return OKNA_TXN_INCOMPLETE;
-    case TXN_SUCCESS:
-      return OKNA_TXN_SUCCESS;
-    case TXN_UNCHANGED:
-      return OKNA_TXN_UNCHANGED;
-    case TXN_TRY_AGAIN:
-      return OKNA_TXN_TRY_AGAIN;
-    case TXN_UNCOMMITTED:
-    case TXN_ABORTED:
-    case TXN_NOT_LOCKED:
-    case TXN_ERROR:
-    default: {
-      const char* detail = ovsdb_idl_txn_get_error(t->txn);
-      snprintf(t->error, sizeof t->error, "%s%s%s", ovsdb_idl_txn_status_to_string(status),
-               detail && *detail ? ": " : "", detail ? detail : "");
-      return OKNA_TXN_ERROR;
-    }
-  }
+  return okna_glue_txn_commit(t->txn, t->error, sizeof t->error);
 }
 
 void okna_sb_txn_wait(okna_sb_txn* t) {
