@@ -4,16 +4,19 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <array>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/write.hpp>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -30,11 +33,12 @@ using Socket = asio::basic_stream_socket<tcp, asio::io_context::executor_type>;
 
 namespace {
 
+// Views into the request's URL (which the transfer keeps): no copies per request.
 struct ParsedUrl {
-  std::string host;  // without brackets
-  std::string port;
-  std::string hostHeader;
-  std::string target;
+  std::string_view host;       // without brackets
+  std::string_view authority;  // host[:port] as written: the Host header and the pool key
+  std::string_view target;     // path and query; "" means "/"
+  unsigned short port = 80;
 };
 
 std::optional<ParsedUrl> parseHttpUrl(std::string_view url, std::string& error, int& code) {
@@ -48,9 +52,9 @@ std::optional<ParsedUrl> parseHttpUrl(std::string_view url, std::string& error, 
   const auto slash = url.find_first_of("/?");
   std::string_view authority = url.substr(0, slash);
   ParsedUrl p;
-  p.target = slash == std::string_view::npos ? "/" : std::string(url.substr(slash));
-  if (p.target.front() == '?') p.target.insert(0, "/");
-  p.hostHeader.assign(authority);
+  p.target = slash == std::string_view::npos ? std::string_view() : url.substr(slash);
+  p.authority = authority;
+  std::string_view port;
   if (authority.starts_with('[')) {
     const auto close = authority.find(']');
     if (close == std::string_view::npos) {
@@ -58,19 +62,23 @@ std::optional<ParsedUrl> parseHttpUrl(std::string_view url, std::string& error, 
       code = CURLE_URL_MALFORMAT;
       return std::nullopt;
     }
-    p.host.assign(authority.substr(1, close - 1));
+    p.host = authority.substr(1, close - 1);
     authority.remove_prefix(close + 1);
-    p.port = authority.starts_with(':') ? std::string(authority.substr(1)) : "80";
+    port = authority.starts_with(':') ? authority.substr(1) : "80";
   } else {
     const auto colon = authority.rfind(':');
-    p.host.assign(authority.substr(0, colon));
-    p.port = colon == std::string_view::npos ? "80" : std::string(authority.substr(colon + 1));
+    p.host = authority.substr(0, colon);
+    port = colon == std::string_view::npos ? "80" : authority.substr(colon + 1);
   }
-  if (p.host.empty() || p.port.empty()) {
+  unsigned value = 0;
+  const auto parsed = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (p.host.empty() || parsed.ec != std::errc() || parsed.ptr != port.data() + port.size() ||
+      value == 0 || value > 65535) {
     error = "bad URL";
     code = CURLE_URL_MALFORMAT;
     return std::nullopt;
   }
+  p.port = static_cast<unsigned short>(value);
   return p;
 }
 
@@ -81,12 +89,66 @@ std::string lower(std::string_view s) {
   return out;
 }
 
+bool sameName(std::string_view a, std::string_view b) {
+  return beast::iequals(beast::string_view(a.data(), a.size()),
+                        beast::string_view(b.data(), b.size()));
+}
+
+// Parses an answer straight into an HttpResponse: Beast's response<> would first build a
+// header map (one allocation per field) only to be copied into ours.
+class ResponseReader final : public http::basic_parser<false> {
+ public:
+  ResponseReader(HttpResponse& out, std::span<const std::string_view> keep)
+      : out_(out), keep_(keep) {}
+
+ private:
+  using string_view = beast::string_view;
+  using error_code = beast::error_code;
+  void on_request_impl(http::verb, string_view, string_view, int, error_code&) override {}
+  void on_response_impl(int code, string_view, int, error_code&) override { out_.status = code; }
+  void on_field_impl(http::field, string_view name, string_view value, error_code&) override {
+    const std::string_view n(name.data(), name.size());
+    if (keep_.empty()) {
+      out_.headers[lower(n)].assign(value.data(), value.size());
+      return;
+    }
+    for (const std::string_view wanted : keep_) {
+      if (sameName(n, wanted)) out_.headers[std::string(wanted)].assign(value.data(), value.size());
+    }
+  }
+  void on_header_impl(error_code&) override {}
+  void on_body_init_impl(const boost::optional<std::uint64_t>& length, error_code&) override {
+    if (length) out_.body.reserve(static_cast<std::size_t>(*length));
+  }
+  std::size_t on_body_impl(string_view data, error_code&) override {
+    out_.body.append(data.data(), data.size());
+    return data.size();
+  }
+  void on_chunk_header_impl(std::uint64_t, string_view, error_code&) override {}
+  std::size_t on_chunk_body_impl(std::uint64_t, string_view data, error_code&) override {
+    out_.body.append(data.data(), data.size());
+    return data.size();
+  }
+  void on_finish_impl(error_code&) override {}
+
+  HttpResponse& out_;
+  std::span<const std::string_view> keep_;
+};
+
+// Pool keys are looked up by the URL's authority (a view) without building a string.
+struct KeyHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
 }  // namespace
 
 struct Connection {
   explicit Connection(asio::io_context& io) : socket(io.get_executor()) {}
   Socket socket;
   beast::flat_buffer buffer;
+  // The request head being written; keeps its capacity across the connection's requests.
+  std::string head;
 };
 
 /** A transfer the state's sweep can time out. */
@@ -120,7 +182,7 @@ struct BeastHttpClient::State : std::enable_shared_from_this<BeastHttpClient::St
     });
   }
 
-  std::unique_ptr<Connection> takeIdle(const std::string& key) {
+  std::unique_ptr<Connection> takeIdle(std::string_view key) {
     auto it = idle.find(key);
     while (it != idle.end() && !it->second.empty()) {
       auto c = std::move(it->second.back());
@@ -135,10 +197,12 @@ struct BeastHttpClient::State : std::enable_shared_from_this<BeastHttpClient::St
     return nullptr;
   }
 
-  void giveBack(const std::string& key, std::unique_ptr<Connection> c) {
-    auto& list = idle[key];
-    if (closed || list.size() >= maxIdlePerHost || c->buffer.size() != 0) return;
-    list.push_back(std::move(c));
+  void giveBack(std::string_view key, std::unique_ptr<Connection> c) {
+    if (closed || c->buffer.size() != 0) return;
+    auto it = idle.find(key);
+    if (it == idle.end()) it = idle.emplace(std::string(key), decltype(it->second)()).first;
+    if (it->second.size() >= maxIdlePerHost) return;
+    it->second.push_back(std::move(c));
   }
 
   asio::io_context& io;
@@ -147,7 +211,9 @@ struct BeastHttpClient::State : std::enable_shared_from_this<BeastHttpClient::St
   bool sweeping = false;
   std::string userAgent;
   std::size_t maxIdlePerHost;
-  std::unordered_map<std::string, std::vector<std::unique_ptr<Connection>>> idle;
+  std::unordered_map<std::string, std::vector<std::unique_ptr<Connection>>, KeyHash,
+                     std::equal_to<>>
+      idle;
   // Transfers started and not finished: cancelled when the client goes away.
   std::unordered_set<Deadlined*> live;
   bool closed = false;
@@ -188,15 +254,13 @@ class Transfer final : public Deadlined, public std::enable_shared_from_this<Tra
         self->fail(self->request_.method + " " + self->request_.url + ": " + error, code);
       });
     }
-    url_ = std::move(*url);
-    key_ = url_.host + " " + url_.port;
+    url_ = *url;
     state_->live.insert(this);
     started_ = std::chrono::steady_clock::now();
     deadline_ = request_.totalTimeout.count() > 0 ? started_ + request_.totalTimeout
                                                   : std::chrono::steady_clock::time_point::max();
     state_->ensureSweep();
-    buildMessage();
-    conn_ = state_->takeIdle(key_);
+    conn_ = state_->takeIdle(url_.authority);
     if (conn_) {
       reused_ = true;
       return write();
@@ -205,23 +269,37 @@ class Transfer final : public Deadlined, public std::enable_shared_from_this<Tra
   }
 
  private:
-  void buildMessage() {
-    message_.method_string(request_.method);
-    message_.target(url_.target);
-    message_.version(11);
-    message_.set(http::field::host, url_.hostHeader);
-    if (!state_->userAgent.empty()) message_.set(http::field::user_agent, state_->userAgent);
-    message_.set(http::field::accept, "*/*");
+  // The request head as Beast's serializer wrote it (Host, User-Agent, Accept, the caller's
+  // headers, Content-Length), formatted into the connection's reused string.
+  void formatHead(std::string& out) const {
+    out.clear();
+    out.append(request_.method).append(" ");
+    if (url_.target.empty() || url_.target.front() == '?') out.append("/");
+    out.append(url_.target).append(" HTTP/1.1\r\n");
+    const auto given = [&](std::string_view name) {
+      for (const auto& [n, v] : request_.headers)
+        if (sameName(n, name)) return true;
+      return false;
+    };
+    const auto line = [&out](std::string_view name, std::string_view value) {
+      out.append(name).append(": ").append(value).append("\r\n");
+    };
+    if (!given("Host")) line("Host", url_.authority);
+    if (!state_->userAgent.empty() && !given("User-Agent")) line("User-Agent", state_->userAgent);
+    if (!given("Accept")) line("Accept", "*/*");
     for (const auto& [name, value] : request_.headers) {
-      if (value.empty()) {
-        message_.erase(name);  // "do not send" (see HttpRequest::headers)
-      } else {
-        message_.set(name, value);
-      }
+      // An empty value means "do not send" (see HttpRequest::headers); the length is ours.
+      if (value.empty() || sameName(name, "Content-Length") || sameName(name, "Transfer-Encoding"))
+        continue;
+      line(name, value);
     }
-    message_.body() = std::move(request_.body);
     const bool bodyMethod = request_.method != "GET" && request_.method != "HEAD";
-    if (!message_.body().empty() || bodyMethod) message_.content_length(message_.body().size());
+    if (!request_.body.empty() || bodyMethod) {
+      char length[24];
+      const auto end = std::to_chars(length, length + sizeof length, request_.body.size()).ptr;
+      line("Content-Length", std::string_view(length, static_cast<std::size_t>(end - length)));
+    }
+    out.append("\r\n");
   }
 
   void connect() {
@@ -229,7 +307,7 @@ class Transfer final : public Deadlined, public std::enable_shared_from_this<Tra
     conn_ = std::make_unique<Connection>(state_->io);
     connecting_ = true;
     boost::system::error_code ec;
-    const auto address = asio::ip::make_address(url_.host, ec);
+    const auto address = asio::ip::make_address(std::string(url_.host), ec);
     const auto connectDeadline = started_ + request_.connectTimeout;
     if (request_.connectTimeout.count() > 0) {
       connectTimer_.emplace(state_->io);
@@ -241,18 +319,18 @@ class Transfer final : public Deadlined, public std::enable_shared_from_this<Tra
       });
     }
     if (!ec) {
-      const auto port = static_cast<unsigned short>(std::stoi(url_.port));
-      endpoints_ = {tcp::endpoint(address, port)};
+      endpoints_ = {tcp::endpoint(address, url_.port)};
       return connectTo();
     }
     state_->resolver.async_resolve(
-        url_.host, url_.port,
+        url_.host, std::to_string(url_.port),
         [self = shared_from_this()](const boost::system::error_code& e,
                                     tcp::resolver::results_type results) {
           if (self->done_) return;
           if (e)
-            return self->fail(self->prefix() + "Could not resolve host: " + self->url_.host,
-                              CURLE_COULDNT_RESOLVE_HOST);
+            return self->fail(
+                self->prefix() + "Could not resolve host: " + std::string(self->url_.host),
+                CURLE_COULDNT_RESOLVE_HOST);
           for (const auto& r : results) self->endpoints_.push_back(r.endpoint());
           self->connectTo();
         });
@@ -269,7 +347,7 @@ class Transfer final : public Deadlined, public std::enable_shared_from_this<Tra
           if (self->connectTimer_) self->connectTimer_->cancel();
           if (ec)
             return self->failTimeoutOr(
-                "Failed to connect to " + self->url_.hostHeader + ": " + ec.message(),
+                "Failed to connect to " + std::string(self->url_.authority) + ": " + ec.message(),
                 CURLE_COULDNT_CONNECT);
           boost::system::error_code ignored;
           self->conn_->socket.set_option(tcp::no_delay(true), ignored);
@@ -278,8 +356,11 @@ class Transfer final : public Deadlined, public std::enable_shared_from_this<Tra
   }
 
   void write() {
-    http::async_write(
-        conn_->socket, message_,
+    formatHead(conn_->head);
+    const std::array<asio::const_buffer, 2> message{asio::buffer(conn_->head),
+                                                    asio::buffer(request_.body)};
+    asio::async_write(
+        conn_->socket, message,
         [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
           if (self->done_) return;
           if (ec) return self->retryOrFail(ec, "Send failure");
@@ -288,7 +369,8 @@ class Transfer final : public Deadlined, public std::enable_shared_from_this<Tra
   }
 
   void read() {
-    parser_.emplace();
+    response_ = HttpResponse();
+    parser_.emplace(response_, request_.keepResponseHeaders);
     parser_->body_limit(64 << 20);
     if (request_.method == "HEAD") parser_->skip(true);
     http::async_read(conn_->socket, conn_->buffer, *parser_,
@@ -307,7 +389,6 @@ class Transfer final : public Deadlined, public std::enable_shared_from_this<Tra
       retried_ = true;
       conn_.reset();
       parser_.reset();
-      // The serializer state lives in the write op; the message itself is intact.
       return connect();
     }
     failTimeoutOr(std::string(what) + ": " + ec.message(), CURLE_RECV_ERROR);
@@ -316,18 +397,10 @@ class Transfer final : public Deadlined, public std::enable_shared_from_this<Tra
   void finish() {
     done_ = true;
     state_->live.erase(this);
-    auto& res = parser_->get();
-    HttpResponse response;
-    response.status = static_cast<long>(res.result_int());
-    for (const auto& field : res) {
-      response.headers[lower(
-          std::string_view(field.name_string().data(), field.name_string().size()))] =
-          std::string(field.value().data(), field.value().size());
-    }
-    response.body = std::move(res.body());
-    const bool keepAlive = res.keep_alive();
+    HttpResponse response = std::move(response_);
+    const bool keepAlive = parser_->keep_alive();
     parser_.reset();
-    if (keepAlive && conn_) state_->giveBack(key_, std::move(conn_));
+    if (keepAlive && conn_) state_->giveBack(url_.authority, std::move(conn_));
     conn_.reset();
     auto onHeaders = std::move(callbacks_.onHeaders);
     auto onData = std::move(callbacks_.onData);
@@ -377,11 +450,10 @@ class Transfer final : public Deadlined, public std::enable_shared_from_this<Tra
   std::chrono::steady_clock::time_point deadline_{};
   std::optional<asio::steady_timer> connectTimer_;
   ParsedUrl url_;
-  std::string key_;
   std::vector<tcp::endpoint> endpoints_;
   std::unique_ptr<Connection> conn_;
-  http::request<http::string_body> message_;
-  std::optional<http::response_parser<http::string_body>> parser_;
+  HttpResponse response_;
+  std::optional<ResponseReader> parser_;
   std::chrono::steady_clock::time_point started_{};
   bool done_ = false;
   bool reused_ = false;

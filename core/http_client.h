@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -43,6 +44,10 @@ struct HttpRequest {
   std::chrono::milliseconds connectTimeout{5000};
   // Whole-request limit; 0 = none (a watch sets its own from timeoutSeconds).
   std::chrono::milliseconds totalTimeout{30000};
+  // When not empty: the only response headers kept in HttpResponse::headers (lower-case names;
+  // the storage must outlive the request). A hot path that reads one header saves the
+  // allocations of the others. Honoured by BeastHttpClient; other clients may keep all.
+  std::span<const std::string_view> keepResponseHeaders;
 };
 
 struct HttpResponse {

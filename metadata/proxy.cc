@@ -12,6 +12,8 @@ constexpr std::string_view kUnknownError =
     "An unknown error has occurred. Please try your request again.";
 constexpr std::string_view kNova500 =
     "Remote metadata server experienced an internal server error.";
+// Of Nova's answer Neutron passes on only the body and the Content-Type.
+constexpr std::string_view kNovaHeadersUsed[] = {"content-type"};
 
 std::string_view reason(unsigned status) {
   switch (status) {
@@ -117,6 +119,7 @@ core::HttpRequest buildNovaRequest(const NovaEndpoint& nova, std::string_view me
   r.tls = nova.tls;
   r.connectTimeout = nova.connectTimeout;
   r.totalTimeout = nova.timeout;
+  r.keepResponseHeaders = kNovaHeadersUsed;
   return r;
 }
 

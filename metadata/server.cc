@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -12,8 +13,6 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/write.hpp>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -31,6 +30,7 @@
 #include "metadata/proxy.h"
 #include "metadata/shared_secret.h"
 #include "metadata/signature.h"
+#include "metadata/wire.h"
 
 namespace okna::metadata {
 
@@ -238,7 +238,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void readHeader() {
     const auto& limits = server_->config.limits;
     setDeadline(limits.headerTimeout);
-    parser_.emplace();
+    parser_.emplace(request_);
     parser_->header_limit(static_cast<std::uint32_t>(limits.maxRequestHeaderBytes));
     parser_->body_limit(static_cast<std::uint64_t>(limits.maxBodyBytes));
     // Fast path: a small request usually arrived whole; parse it here instead of going through
@@ -264,9 +264,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void afterHeader() {
     if (parser_->is_done()) return handleRequest();
-    auto& req = parser_->get();
-    auto expect = req.find(http::field::expect);
-    if (expect != req.end() && beast::iequals(expect->value(), "100-continue")) {
+    if (request_.expectContinue) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       asio::async_write(
           socket_, asio::buffer(kContinue.data(), kContinue.size()),
@@ -310,10 +308,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     started_ = Clock::now();
     // Nova may take its time; the HttpClient's timeout bounds it, not ours.
     deadline_ = Clock::now() + std::chrono::hours(24);
-    auto& req = parser_->get();
-    const int version = static_cast<int>(req.version());
-    const bool keepAlive = req.keep_alive();
-    const std::string_view target(req.target().data(), req.target().size());
+    const int version = request_.version;
+    const bool keepAlive = parser_->keep_alive();
+    const std::string_view target = request_.target;
     if (!isOriginForm(target)) return respond(errorResponse(400), version, false, {}, target);
 
     const LookupResult found = server_->ports.lookup(net_->id, clientIp_);
@@ -326,13 +323,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
       // Already logged (once) by SharedSecret; signing with a wrong secret would only get 403s.
       return respond(errorResponse(500), version, keepAlive, found.port.deviceId, target);
     }
-    const std::string_view method(req.method_string().data(), req.method_string().size());
+    const std::string_view method = request_.method;
     instanceId_ = found.port.deviceId;
     path_.assign(target.substr(0, target.find('?')));
     version_ = version;
     keepAlive_ = keepAlive;
     novaRequest_ =
-        buildNovaRequest(server_->nova, method, target, std::move(req.body()), clientIp_,
+        buildNovaRequest(server_->nova, method, target, std::move(request_.body), clientIp_,
                          found.port, server_->signatureFor(*secret, found.port.deviceId));
     parser_.reset();
     const auto maxInFlight =
@@ -372,21 +369,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
                       instanceId.empty() ? "-" : instanceId, clientIp_, path, status,
                       seconds * 1000.0);
     parser_.reset();
-    response_.emplace();
-    response_->version(static_cast<unsigned>(version));
-    response_->result(status);
-    response_->set(http::field::content_type, response.contentType);
-    response_->body() = std::move(response.body);
-    response_->keep_alive(keepAlive);
-    response_->prepare_payload();
+    formatResponseHead(head_, status, version, keepAlive, response.contentType,
+                       response.body.size());
+    // An answer to HEAD has the length of the body it does not carry (RFC 9110 9.3.2).
+    if (request_.method == "HEAD") response.body.clear();
+    responseBody_ = std::move(response.body);
     closeAfterWrite_ = !keepAlive;
     // A VM that does not read its answer is cut off like an idle one.
     setDeadline(server_->config.limits.idleTimeout);
-    http::async_write(
-        socket_, *response_,
+    const std::array<asio::const_buffer, 2> answer{asio::buffer(head_),
+                                                   asio::buffer(responseBody_)};
+    asio::async_write(
+        socket_, answer,
         [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
           if (self->closed_) return;
-          self->response_.reset();
           if (ec || self->closeAfterWrite_) return self->close();
           self->setDeadline(self->server_->config.limits.idleTimeout);
           self->waitForRequest();
@@ -399,8 +395,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Clock::time_point deadline_{};
   std::string clientIp_;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
-  std::optional<http::response<http::string_body>> response_;
+  // The request being read and the answer being written; the strings keep their capacity
+  // from one request to the next.
+  RequestData request_;
+  std::optional<RequestReader> parser_;
+  std::string head_;
+  std::string responseBody_;
   core::HttpRequest novaRequest_;
   core::HttpRequestHandlePtr upstream_;
   // The request being answered (for the log line after Nova's answer).

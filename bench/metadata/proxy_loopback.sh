@@ -66,19 +66,28 @@ for port in $nova_port $nginx_proxy_port $okna_port $okna_beast_port; do
 done
 curl -sf "http://127.0.0.1:$okna_port/openstack/latest/meta_data.json" >/dev/null || { cat "$work"/logs/* "$work/okna.log"; exit 1; }
 
-run() {  # name port conns
-  local out
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # utime + stime, clock ticks
+hz=$(getconf CLK_TCK)
+run() {  # name port conns pid-of-the-serving-process
+  local out before after reqs
+  before=$(cpu_ticks "$4")
   out=$(wrk -t1 -c"$3" -d"${secs}s" --latency "http://127.0.0.1:$2/openstack/latest/meta_data.json")
-  printf '%-22s c=%-3s %10s req/s  p50 %-8s p99 %-8s\n' "$1" "$3" \
+  after=$(cpu_ticks "$4")
+  reqs=$(awk '/requests in/ {print $1}' <<<"$out")
+  # CPU time of the process under test per request: what the machine's noise does not change.
+  printf '%-22s c=%-3s %10s req/s  p50 %-8s p99 %-8s cpu %6s us/req\n' "$1" "$3" \
     "$(awk '/Requests\/sec/ {print $2}' <<<"$out")" \
-    "$(awk '$1=="50%" {print $2}' <<<"$out")" "$(awk '$1=="99%" {print $2}' <<<"$out")"
+    "$(awk '$1=="50%" {print $2}' <<<"$out")" "$(awk '$1=="99%" {print $2}' <<<"$out")" \
+    "$(awk -v t=$((after - before)) -v hz="$hz" -v n="$reqs" 'BEGIN {printf "%.1f", n ? t * 1e6 / hz / n : 0}')"
 }
 echo "machine: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); ${secs}s per run; wrk -t1"
+worker() { pgrep -P "$1" | head -1; }  # nginx's one worker process
+backend_worker=$(worker "${pids[0]}") proxy_worker=$(worker "${pids[1]}")
 for c in 1 16; do
-  run "backend (nginx static)" $nova_port "$c"
-  run "nginx reverse proxy" $nginx_proxy_port "$c"
-  run "okna proxy (curl)" $okna_port "$c"
-  run "okna proxy (beast)" $okna_beast_port "$c"
+  run "backend (nginx static)" $nova_port "$c" "$backend_worker"
+  run "nginx reverse proxy" $nginx_proxy_port "$c" "$proxy_worker"
+  [[ ${SKIP_CURL:-0} == 1 ]] || run "okna proxy (curl)" $okna_port "$c" "$okna_pid"
+  run "okna proxy (beast)" $okna_beast_port "$c" "$beast_pid"
 done
 for p in $okna_pid $beast_pid; do
   echo "okna proxy pid $p threads: $(ls /proc/$p/task | wc -l), RSS: $(awk '/VmRSS/ {print $2, $3}' /proc/$p/status)"

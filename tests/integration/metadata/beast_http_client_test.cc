@@ -77,6 +77,21 @@ TEST_F(BeastHttpClientTest, HostNameResolvedAndHeadersLowerCased) {
   EXPECT_NE(res->body.find("connections"), std::string::npos);
 }
 
+TEST_F(BeastHttpClientTest, KeepsOnlyTheResponseHeadersAskedFor) {
+  static constexpr std::string_view kWanted[] = {"content-type"};
+  HttpRequest r;
+  r.url = url("/_control/stats");
+  auto all = call(r);
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  ASSERT_GT(all->headers.size(), 1u) << "the fake answers with more than Content-Type";
+  r.keepResponseHeaders = kWanted;
+  auto some = call(r);
+  ASSERT_TRUE(some.ok()) << some.error().message;
+  EXPECT_EQ(some->headers.size(), 1u);
+  EXPECT_EQ(some->headers.at("content-type"), all->headers.at("content-type"));
+  EXPECT_EQ(some->body.empty(), all->body.empty());
+}
+
 TEST_F(BeastHttpClientTest, HeadHasNoBody) {
   HttpRequest r;
   r.method = "HEAD";
