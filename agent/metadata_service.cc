@@ -54,10 +54,16 @@ void MetadataService::onSnapshot(const ovsdb::Snapshot& snapshot) {
   if (stopped_) return;
   const auto it = snapshot.ovs.externalIds.find("ovn-bridge");
   const std::string bridge = it == snapshot.ovs.externalIds.end() ? "br-int" : it->second;
-  std::set<std::string> ports;
-  if (const auto b = snapshot.ovs.bridges.find(bridge); b != snapshot.ovs.bridges.end())
-    ports.insert(b->second.ports.begin(), b->second.ports.end());
-  reconciler_.update(snapshot.sb.metadata, bridge, ports);
+  // Rebuilt only when the bridge's port list changed: most snapshots are ovn-controller's and
+  // ovs-vswitchd's own writes (ofport, ovn-installed), and a cold start makes thousands.
+  static const std::vector<std::string> kNoPorts;
+  const auto b = snapshot.ovs.bridges.find(bridge);
+  const auto& list = b == snapshot.ovs.bridges.end() ? kNoPorts : b->second.ports;
+  if (list != bridgePortList_) {
+    bridgePortList_ = list;
+    bridgePorts_ = std::set<std::string>(list.begin(), list.end());
+  }
+  reconciler_.update(snapshot.sb.metadata, bridge, bridgePorts_);
 }
 
 core::Result<metadata::Plumbing::Ensured> MetadataService::ensure(

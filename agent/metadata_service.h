@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "metadata/config.h"
 #include "metadata/lookup.h"
@@ -69,6 +70,9 @@ class MetadataService : private metadata::Plumbing,
   netns::Worker worker_;
   metadata::MetadataServer server_;
   metadata::Reconciler reconciler_;
+  // The integration bridge's ports as last seen (list as in the snapshot, and as a set).
+  std::vector<std::string> bridgePortList_;
+  std::set<std::string> bridgePorts_;
   bool stopped_ = false;
 };
 

@@ -46,7 +46,8 @@ Reconciler::Reconciler(boost::asio::io_context& io, ReconcilerOptions options, P
       health_(health),
       alive_(std::make_shared<bool>(true)),
       retryTimer_(io),
-      verifyTimer_(io) {
+      verifyTimer_(io),
+      outputTimer_(io) {
   for (const char* state : {"wanted", "ready"})
     metrics_.gauge("okna_metadata_namespaces", "Metadata namespaces, by state", {{"state", state}});
   for (const char* op : {"ensure", "remove"})
@@ -65,6 +66,7 @@ void Reconciler::stop() {
   *alive_ = false;
   retryTimer_.cancel();
   verifyTimer_.cancel();
+  outputTimer_.cancel();
 }
 
 void Reconciler::setActive(bool active) {
@@ -82,19 +84,28 @@ void Reconciler::setActive(bool active) {
               "VMs leave; none is created",
               networks_.size());
   }
-  submitPorts();
+  markAll();
+  portsDirty_ = healthDirty_ = true;
   reconcile();
 }
 
 void Reconciler::update(const ovsdb::SbMetadataView& view, const std::string& integrationBridge,
                         const std::set<std::string>& bridgePorts) {
   if (!*alive_) return;
-  bridge_ = integrationBridge.empty() ? "br-int" : integrationBridge;
-  bridgePorts_ = bridgePorts;
+  const std::string bridge = integrationBridge.empty() ? "br-int" : integrationBridge;
+  if (bridge != bridge_) {
+    bridge_ = bridge;
+    portsDirty_ = true;
+  }
+  // Most snapshots are ovn-controller's and ovs-vswitchd's own updates: same ports, no work.
+  if (bridgePorts != bridgePorts_) {
+    bridgePorts_ = bridgePorts;
+    portsDirty_ = true;
+    // A port being re-plugged goes back in once ovs-vswitchd has dropped the old one.
+    for (auto& [id, st] : networks_)
+      if (st.replug && st.applied && !bridgePorts_.count(st.applied->hostIface)) st.replug = false;
+  }
   if (!verifyScheduled_) scheduleVerify();
-  // A port being re-plugged goes back in once ovs-vswitchd has dropped the old one.
-  for (auto& [id, st] : networks_)
-    if (st.replug && st.applied && !bridgePorts_.count(st.applied->hostIface)) st.replug = false;
   const bool synced = view.enabled && view.synced;
   if (view.version != viewVersion_ || synced != viewSynced_ ||
       view.notSyncedReason != plan_.notSyncedReason) {
@@ -102,6 +113,8 @@ void Reconciler::update(const ovsdb::SbMetadataView& view, const std::string& in
     viewVersion_ = view.version;
     viewSynced_ = synced;
     plan_ = planMetadata(view, options_.ipv6);
+    markAll();
+    portsDirty_ = healthDirty_ = true;
     if (plan_.warnings != reportedWarnings_) {
       for (const auto& w : plan_.warnings)
         if (std::find(reportedWarnings_.begin(), reportedWarnings_.end(), w) ==
@@ -115,33 +128,79 @@ void Reconciler::update(const ovsdb::SbMetadataView& view, const std::string& in
 
 void Reconciler::reconcile() {
   if (!*alive_) return;
-  const auto now = Clock::now();
   std::optional<Clock::time_point> nextRetry;
-  for (const auto& [id, network] : plan_.networks) {
-    const auto it = networks_.find(id);
-    // Inactive: keep what exists, create nothing new.
-    if (it == networks_.end() && !active_) continue;
-    NetworkState& st = networks_[id];
-    if (st.busy) continue;
-    const bool current =
-        st.applied && *st.applied == network && st.listening && !st.removing && !st.verify;
-    if (current) continue;
-    if (now < st.retryAt) {
-      nextRetry = nextRetry ? std::min(*nextRetry, st.retryAt) : st.retryAt;
-      continue;
+  if (allDirty_) {
+    allDirty_ = false;
+    dirty_.clear();
+    for (const auto& [id, network] : plan_.networks) reconcileNetwork(id, nextRetry);
+    if (plan_.synced) {
+      std::vector<std::string> gone;
+      for (const auto& [id, st] : networks_)
+        if (!plan_.networks.count(id) && !st.busy) gone.push_back(id);
+      for (const auto& id : gone) startRemove(id, namespaceNameFor(id));
+      if (!prunedThisSync_ && active_) pruneStrays();
     }
-    startEnsure(network);
-  }
-  if (plan_.synced) {
-    std::vector<std::string> gone;
-    for (const auto& [id, st] : networks_)
-      if (!plan_.networks.count(id) && !st.busy) gone.push_back(id);
-    for (const auto& id : gone) startRemove(id, namespaceNameFor(id));
-    if (!prunedThisSync_ && active_) pruneStrays();
+  } else {
+    const std::set<std::string> ids = std::move(dirty_);
+    dirty_.clear();
+    for (const auto& id : ids) {
+      if (plan_.networks.count(id)) {
+        reconcileNetwork(id, nextRetry);
+      } else if (const auto it = networks_.find(id);
+                 plan_.synced && it != networks_.end() && !it->second.busy) {
+        startRemove(id, namespaceNameFor(id));
+      }
+    }
   }
   if (nextRetry) scheduleRetry(*nextRetry);
-  submitPorts();
-  updateHealth();
+  flushOutputs();
+}
+
+void Reconciler::reconcileNetwork(const std::string& id,
+                                  std::optional<Clock::time_point>& nextRetry) {
+  const NetworkPlan& network = plan_.networks.at(id);
+  const auto it = networks_.find(id);
+  // Inactive: keep what exists, create nothing new.
+  if (it == networks_.end() && !active_) return;
+  NetworkState& st = it != networks_.end() ? it->second : networks_[id];
+  if (st.busy) return;
+  const bool current =
+      st.applied && *st.applied == network && st.listening && !st.removing && !st.verify;
+  if (current) return;
+  if (Clock::now() < st.retryAt) {
+    nextRetry = nextRetry ? std::min(*nextRetry, st.retryAt) : st.retryAt;
+    return;
+  }
+  healthDirty_ = true;
+  startEnsure(network);
+}
+
+void Reconciler::flushOutputs() {
+  const auto now = Clock::now();
+  const auto interval = options_.outputInterval;
+  // Each output has its own window, opened only when it really handed something on: a
+  // readiness update must not hold back the OVS port of the network that just came up.
+  const auto due = [&](Clock::time_point last) { return now - last >= interval; };
+  if (portsDirty_ && due(lastPortsOutput_)) {
+    portsDirty_ = false;
+    if (submitPorts()) lastPortsOutput_ = now;
+  }
+  if (healthDirty_ && due(lastHealthOutput_)) {
+    healthDirty_ = false;
+    updateHealth();
+    lastHealthOutput_ = now;
+  }
+  if ((!portsDirty_ && !healthDirty_) || outputTimerArmed_) return;
+  Clock::time_point at = Clock::time_point::max();
+  if (portsDirty_) at = std::min(at, lastPortsOutput_ + interval);
+  if (healthDirty_) at = std::min(at, lastHealthOutput_ + interval);
+  outputTimerArmed_ = true;
+  outputTimer_.expires_at(at);
+  outputTimer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
+    if (ec || !*alive) return;
+    outputTimerArmed_ = false;
+    flushOutputs();
+  });
 }
 
 void Reconciler::requestReconcile() {
@@ -183,6 +242,8 @@ void Reconciler::onEnsured(const NetworkPlan& network, core::Result<Plumbing::En
   auto log = core::logger(kComponent);
   NetworkState& st = networks_[network.networkId];
   st.busy = false;
+  markDirty(network.networkId);
+  portsDirty_ = healthDirty_ = true;
   const auto fail = [&](const std::string& error) {
     for (auto& fd : fds)
       if (fd) ::close(*fd);
@@ -263,6 +324,7 @@ void Reconciler::startRemove(const std::string& networkId, const std::string& na
   if (st.listening) listeners_.removeNetwork(networkId);
   st.listening = false;
   st.applied.reset();
+  portsDirty_ = healthDirty_ = true;
   core::logger(kComponent)
       ->info("network {}: no VM port bound here any more; removing {}", networkId, namespaceName);
   runOnWorker_([this, alive = alive_, networkId, namespaceName] {
@@ -271,6 +333,8 @@ void Reconciler::startRemove(const std::string& networkId, const std::string& na
       if (!*alive) return;
       NetworkState& state = networks_[networkId];
       state.busy = false;
+      markDirty(networkId);
+      portsDirty_ = healthDirty_ = true;
       const char* result = status ? "ok" : "error";
       metrics_
           .counter("okna_metadata_plumbing_total", "Namespace operations, by result",
@@ -317,12 +381,12 @@ void Reconciler::pruneStrays() {
         if (plan_.networks.count(id) || networks_.count(id)) continue;
         startRemove(id, ns);
       }
-      submitPorts();
+      flushOutputs();
     });
   });
 }
 
-void Reconciler::submitPorts() {
+bool Reconciler::submitPorts() {
   ovsdb::DesiredMetadataOvs desired;
   desired.enabled = wantsSouthbound();
   desired.bridge = bridge_;
@@ -338,13 +402,17 @@ void Reconciler::submitPorts() {
     if (network) desired.ports[network->hostIface] = network->metadataPort;
   }
   desired.prune = plan_.synced;
+  if (submitted_ && *submitted_ == desired) return false;
   submitOvs_(desired);
+  submitted_ = std::move(desired);
+  return true;
 }
 
 void Reconciler::verifyAll() {
   if (!*alive_) return;
   for (auto& [id, st] : networks_)
     if (st.applied && st.listening && !st.removing) st.verify = true;
+  markAll();
   reconcile();
 }
 
@@ -426,7 +494,9 @@ void Reconciler::updateHealth() {
 void Reconciler::scheduleRetry(Clock::time_point at) {
   retryTimer_.expires_at(at);
   retryTimer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
-    if (!ec && *alive) reconcile();
+    if (ec || !*alive) return;
+    markAll();
+    reconcile();
   });
 }
 

@@ -74,9 +74,16 @@ struct ReconcilerOptions {
   // Every serving network is re-ensured this often (0: never), so that a namespace or veth
   // deleted behind the agent's back is rebuilt rather than reported ready while dead.
   std::chrono::milliseconds verifyInterval{60000};
+  // While networks come up in a burst (a cold start with hundreds), the wanted OVS ports and
+  // the readiness detail are handed on at most this often; the first change after a quiet
+  // period goes at once, so one new network is not delayed. Each hand-over is O(networks) and
+  // each OVS transaction makes ovs-vswitchd and ovn-controller walk every port. 0: every time.
+  std::chrono::milliseconds outputInterval{25};
 };
 
 class Reconciler {
+  using Clock = std::chrono::steady_clock;
+
  public:
   /** Runs a job on the worker thread (in order). */
   using RunOnWorker = std::function<void(std::function<void()>)>;
@@ -129,15 +136,24 @@ class Reconciler {
     std::string lastError;
   };
 
+  // Looks at the networks marked dirty (or all of them after markAll()), then hands on the
+  // OVS ports and readiness if they may have changed. Events mark only what they concern, so a
+  // burst of N set-ups costs O(N log N) here, not O(N^2).
   void reconcile();
-  // One reconcile() for a burst of worker completions (each is O(networks)).
+  void markAll() { allDirty_ = true; }
+  void markDirty(const std::string& networkId) { dirty_.insert(networkId); }
+  void reconcileNetwork(const std::string& id, std::optional<Clock::time_point>& nextRetry);
+  // One reconcile() for a burst of worker completions.
   void requestReconcile();
+  // submitPorts() and updateHealth(), at most once per outputInterval during a burst.
+  void flushOutputs();
   void startEnsure(const NetworkPlan& network);
   void onEnsured(const NetworkPlan& network, core::Result<Plumbing::Ensured> ensured,
                  std::vector<core::Result<int>> fds);
   void startRemove(const std::string& networkId, const std::string& namespaceName);
   void pruneStrays();
-  void submitPorts();
+  // Hands the wanted ports to the IDL thread if they changed; true if it did.
+  bool submitPorts();
   void updateHealth();
   void scheduleRetry(std::chrono::steady_clock::time_point at);
   void scheduleVerify();
@@ -165,6 +181,16 @@ class Reconciler {
   boost::asio::steady_timer verifyTimer_;
   bool verifyScheduled_ = false;
   bool reconcilePending_ = false;
+  std::set<std::string> dirty_;
+  bool allDirty_ = true;
+  // What flushOutputs() must hand on, and when it last did.
+  bool portsDirty_ = true;
+  bool healthDirty_ = true;
+  bool outputTimerArmed_ = false;
+  std::optional<ovsdb::DesiredMetadataOvs> submitted_;
+  Clock::time_point lastPortsOutput_{};
+  Clock::time_point lastHealthOutput_{};
+  boost::asio::steady_timer outputTimer_;
 };
 
 }  // namespace okna::metadata

@@ -1,5 +1,7 @@
 #include "netns/worker.h"
 
+#include <pthread.h>
+
 #include <exception>
 
 #include "core/logging.h"
@@ -9,7 +11,11 @@ namespace okna::netns {
 Worker::Worker(core::HealthRegistry* health, std::string name, std::chrono::milliseconds maxSilence)
     : health_(health), name_(std::move(name)) {
   if (health_ != nullptr) health_->addHeartbeat(name_, maxSilence);
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    // Named for top/perf (15 chars at most): "okna-" + the worker's name.
+    pthread_setname_np(pthread_self(), ("okna-" + name_).substr(0, 15).c_str());
+    run();
+  });
 }
 
 Worker::~Worker() {

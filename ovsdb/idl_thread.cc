@@ -1,5 +1,6 @@
 #include "ovsdb/idl_thread.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -497,6 +498,7 @@ void IdlThread::start() {
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    pthread_setname_np(pthread_self(), "okna-ovsdb");  // for top and perf
     // The thread's boundary: what escapes it is logged and makes /healthz fail at once.
     try {
       Loop(*this).run();

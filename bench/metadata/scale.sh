@@ -93,6 +93,15 @@ health() { # health PATH: GET on the current agent's health port
 }
 ready_ns() { health /metrics | awk '/^okna_metadata_namespaces\{state="ready"\}/ {print $2}'; }
 ready_at_least() { (($(ready_ns || echo 0) >= $1)); }
+# CPU time of each agent thread so far: "name:ms ...".
+thread_cpu() {
+  local hz t out=""
+  hz=$(getconf CLK_TCK)
+  for t in /proc/$agent_pid/task/*; do
+    out+="$(cat "$t/comm" 2>/dev/null | tr ' ' _):$(awk -v hz="$hz" '{printf "%d", ($14 + $15) * 1000 / hz}' "$t/stat" 2>/dev/null) "
+  done
+  echo "$out"
+}
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$agent_pid/status"; }
 bound_count() { _okof_sbctl --bare --columns=up find Port_Binding chassis="$chassis_uuid" | grep -c true; }
 bound_at_least() { (($(bound_count) >= $1)); }
@@ -227,10 +236,17 @@ for mode in cold warm; do
   poll=$!
   t0=$(now)
   start_agent
+  perf_pid=""
+  if [[ -n "${PERF_SECONDS:-}" ]]; then  # a CPU profile of the agent's start (perf record -g)
+    perf record -q -g -p "$agent_pid" -o "/tmp/okof-scale-perf-$mode.data" -- sleep "$PERF_SECONDS" \
+      >/dev/null 2>&1 & perf_pid=$!
+  fi
   wait_for 180 health /readyz
   t_readyz=$(now)
   wait_for 180 ready_at_least $nets
   t_ready=$(now)
+  res "(c) $mode start: agent CPU by thread at ready (ms, user+sys): $(thread_cpu)"
+  [[ -n "$perf_pid" ]] && wait "$perf_pid" && log "profile: /tmp/okof-scale-perf-$mode.data"
   wait $poll
   t_last=$(tail -n1 "$T/poll-$mode" | cut -d' ' -f2)
   res "(c) $mode start with $nets networks: /readyz 200 +$(ms "$t0" "$t_readyz") ms, ready=$nets (metrics) +$(ms "$t0" "$t_ready") ms, $(wc -l <"$T/poll-$mode")/${#sample[@]} sampled VMs answered, the last +$(ms "$t0" "${t_last:-0}") ms"

@@ -68,13 +68,22 @@ class FakeListeners : public Listeners {
 
 class ReconcilerTest : public ::testing::Test {
  protected:
-  ReconcilerTest() {
+  ReconcilerTest() { make(std::chrono::milliseconds(0)); }
+
+  // Outputs (OVS ports, readiness) handed on every time unless `outputInterval` says otherwise.
+  void make(std::chrono::milliseconds outputInterval) {
     ReconcilerOptions o;
     o.retryMin = std::chrono::milliseconds(1);
     o.retryMax = std::chrono::milliseconds(2);
+    o.outputInterval = outputInterval;
     r_ = std::make_unique<Reconciler>(
         io_, o, plumbing_, [this](std::function<void()> job) { jobs_.push_back(std::move(job)); },
-        listeners_, [this](const ovsdb::DesiredMetadataOvs& d) { ovs_ = d; }, metrics_, health_);
+        listeners_,
+        [this](const ovsdb::DesiredMetadataOvs& d) {
+          ovs_ = d;
+          ++submits_;
+        },
+        metrics_, health_);
   }
 
   // Runs the queued worker jobs and the loop until both are idle.
@@ -136,6 +145,7 @@ class ReconcilerTest : public ::testing::Test {
   FakeListeners listeners_;
   std::deque<std::function<void()>> jobs_;
   ovsdb::DesiredMetadataOvs ovs_;
+  int submits_ = 0;
   std::uint64_t version_ = 0;
   std::unique_ptr<Reconciler> r_;
 };
@@ -155,6 +165,29 @@ TEST_F(ReconcilerTest, SetsUpServesAndPlugsANetwork) {
   EXPECT_TRUE(ovs_.prune);
   EXPECT_TRUE(ready());
   EXPECT_EQ(r_->readyNetworks(), (std::set<std::string>{"net-a"}));
+}
+
+TEST_F(ReconcilerTest, ABurstOfSetUpsIsPluggedInOneGoAndALoneOneAtOnce) {
+  make(std::chrono::milliseconds(40));
+  r_->setActive(true);
+  r_->update(view({"net-a", "net-b", "net-c"}), "br-int", {});
+  // The first hand-over (nothing set up yet) goes at once; the three set-ups completing within
+  // the window wait for it to close and then go together, in one hand-over.
+  settle();
+  const int afterBurst = submits_;
+  EXPECT_TRUE(ovs_.ports.empty());
+  EXPECT_FALSE(ready());
+  io_.run_for(std::chrono::milliseconds(120));
+  io_.restart();
+  EXPECT_EQ(submits_, afterBurst + 1);
+  EXPECT_EQ(ovs_.ports.size(), 3u);
+  EXPECT_TRUE(ready());
+  // Quiet since: a fourth network's port is handed on as soon as its namespace is up, without
+  // waiting for any timer.
+  r_->update(view({"net-a", "net-b", "net-c", "net-d"}), "br-int", {});
+  settle();
+  EXPECT_EQ(submits_, afterBurst + 2);
+  EXPECT_EQ(ovs_.ports.size(), 4u);
 }
 
 TEST_F(ReconcilerTest, AnUnchangedViewDoesNothing) {
