@@ -110,7 +110,9 @@ ObservedBridgeIfaceIds readIfaceIds(okna_ovs_idl* idl, const std::string& bridge
   okna_ovs_idl_foreach_iface_external_id(
       idl, bridge.c_str(),
       [](void* ctx, const char* port, const char* k, const char* v) {
-        (*static_cast<ObservedBridgeIfaceIds*>(ctx))[port][k] = v;
+        // Only the keys the metadata diff reads: ovn-controller adds half a dozen per port.
+        if (std::strcmp(k, "iface-id") == 0 || std::strcmp(k, kMetadataPortMarkKey) == 0)
+          (*static_cast<ObservedBridgeIfaceIds*>(ctx))[port][k] = v;
       },
       &ids);
   return ids;

@@ -238,8 +238,19 @@ for mode in cold warm; do
   start_agent
   perf_pid=""
   if [[ -n "${PERF_SECONDS:-}" ]]; then  # a CPU profile of the agent's start (perf record -g)
+    # perf -p follows only the threads that exist when it attaches: wait for all three.
+    for _ in $(seq 100); do (($(ls /proc/$agent_pid/task | wc -l) >= 3)) && break; sleep 0.01; done
     perf record -q -g -p "$agent_pid" -o "/tmp/okof-scale-perf-$mode.data" -- sleep "$PERF_SECONDS" \
       >/dev/null 2>&1 & perf_pid=$!
+  fi
+  sampler=""
+  if [[ -n "${SAMPLE_THREADS:-}" ]]; then  # where each agent thread spends the start: state/wchan
+    (for _ in $(seq $((SAMPLE_THREADS * 50))); do
+       for t in /proc/$agent_pid/task/*; do
+         echo "$(cat "$t/comm" 2>/dev/null) $(awk '{print $3}' "$t/stat" 2>/dev/null) $(cat "$t/wchan" 2>/dev/null)"
+       done
+       sleep 0.02
+     done >"$T/samples-$mode") & sampler=$!
   fi
   wait_for 180 health /readyz
   t_readyz=$(now)
@@ -247,11 +258,22 @@ for mode in cold warm; do
   t_ready=$(now)
   res "(c) $mode start: agent CPU by thread at ready (ms, user+sys): $(thread_cpu)"
   [[ -n "$perf_pid" ]] && wait "$perf_pid" && log "profile: /tmp/okof-scale-perf-$mode.data"
+  if [[ -n "$sampler" ]]; then
+    kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
+    res "(c) $mode start: thread state samples (comm state wchan: count):"
+    sort "$T/samples-$mode" | uniq -c | sort -rn | head -15 >&2
+  fi
   wait $poll
   t_last=$(tail -n1 "$T/poll-$mode" | cut -d' ' -f2)
   res "(c) $mode start with $nets networks: /readyz 200 +$(ms "$t0" "$t_readyz") ms, ready=$nets (metrics) +$(ms "$t0" "$t_ready") ms, $(wc -l <"$T/poll-$mode")/${#sample[@]} sampled VMs answered, the last +$(ms "$t0" "${t_last:-0}") ms"
   res "(d) VmRSS with $nets namespaces ($mode start): $(rss_kb) kB, threads $(ls /proc/$agent_pid/task | wc -l)"
 done
+if [[ -n "${RSS_PROBE:-}" ]] && command -v gdb >/dev/null; then
+  # How much of the RSS is freed heap that glibc keeps (malloc_trim gives it back).
+  before=$(rss_kb)
+  gdb -p "$agent_pid" -batch -ex 'call (int)malloc_trim(0)' >/dev/null 2>&1
+  res "(d) VmRSS $before kB -> $(rss_kb) kB after malloc_trim(0)"
+fi
 health '/readyz?verbose' >"$T/readyz.txt"
 grep -m1 -i 'network' "$T/readyz.txt" >&2
 cat "$out"
