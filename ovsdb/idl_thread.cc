@@ -27,6 +27,11 @@ constexpr auto kMaxSilence = std::chrono::seconds(10);
 constexpr long long kTickMs = 1000;
 // After TRY_AGAIN with no replica change yet, retry anyway after this long.
 constexpr auto kTryAgainFallback = std::chrono::milliseconds(500);
+// During a burst of OVS database changes the replica is re-read at most this often; the first
+// change after a quiet period is read at once. A read is O(ports) (with 1,000 metadata
+// namespaces and their VMs, 2,000 ports); ovs-vswitchd and ovn-controller write several times
+// per new port, so a cold start re-read it thousands of times (most of the IDL thread's CPU).
+constexpr auto kBurstReadInterval = std::chrono::milliseconds(50);
 constexpr auto kErrorBackoffMin = std::chrono::seconds(1);
 constexpr auto kErrorBackoffMax = std::chrono::seconds(30);
 
@@ -207,10 +212,14 @@ class IdlThread::Loop {
       retryAt_ = Clock::time_point{};
     }
     if (owner_.pendingMetadataGeneration_ != metadataGeneration_) {
-      metadata_ = owner_.pendingMetadata_;
+      const auto& next = owner_.pendingMetadata_;
+      // The integration bridge's interface ids are read only while wanted, and for one bridge.
+      if (!metadata_ || !next || metadata_->enabled != next->enabled ||
+          metadata_->bridge != next->bridge)
+        forceRead_ = true;
+      metadata_ = next;
       metadataGeneration_ = owner_.pendingMetadataGeneration_;
       retryAt_ = Clock::time_point{};
-      seqno_ = ~0U;  // re-read the integration bridge, which may have changed
     }
   }
 
@@ -234,7 +243,14 @@ class IdlThread::Loop {
     if (txn_) finishTxn();
 
     const unsigned seqno = okna_ovs_idl_seqno(ovs_);
-    if (seqno != seqno_) {
+    const auto now = Clock::now();
+    // A replica newer than snap_.ovs that is not read yet: no diff from stale data.
+    stale_ = false;
+    if (seqno != seqno_ && now < nextReadAt_ && !forceRead_) {
+      stale_ = true;
+    } else if (seqno != seqno_ || forceRead_) {
+      forceRead_ = false;
+      nextReadAt_ = now + kBurstReadInterval;
       seqno_ = seqno;
       snap_.ovs = readObserved(ovs_);
       snap_.systemId = valueOr(snap_.ovs.externalIds, "system-id");
@@ -246,7 +262,7 @@ class IdlThread::Loop {
     if (sbTxn_) finishSbTxn();
     if (!sbTxn_) keepNeutronLiveness();
 
-    if (!txn_ && (desired_ || metadata_) && connected && snap_.ovs.hasRoot &&
+    if (!stale_ && !txn_ && (desired_ || metadata_) && connected && snap_.ovs.hasRoot &&
         Clock::now() >= retryAt_ && (seqno_ != tryAgainSeqno_ || Clock::now() >= tryAgainUntil_))
       reconcile();
     publish();
@@ -287,6 +303,9 @@ class IdlThread::Loop {
   void finishTxn() {
     const okna_txn_status status = okna_ovs_txn_commit(txn_);
     if (status == OKNA_TXN_INCOMPLETE) return;
+    // Our own change is read at once, never held back by the burst interval: the loop decides
+    // from the snapshot (a gateway drain from the ownership record just written).
+    forceRead_ = true;
     switch (status) {
       case OKNA_TXN_SUCCESS:
         ++snap_.stats.success;
@@ -440,7 +459,7 @@ class IdlThread::Loop {
     okna_poll_fd_wait(owner_.wakeFd_);
     long long ms = kTickMs;
     const auto now = Clock::now();
-    for (const auto at : {retryAt_, tryAgainUntil_, sbRetryAt_})
+    for (const auto at : {retryAt_, tryAgainUntil_, sbRetryAt_, stale_ ? nextReadAt_ : now})
       if (at > now)
         ms = std::min<long long>(
             ms, std::chrono::duration_cast<std::chrono::milliseconds>(at - now).count() + 1);
@@ -463,6 +482,9 @@ class IdlThread::Loop {
   bool connected_ = false;
   bool everConnected_ = false;
   unsigned seqno_ = 0;
+  bool forceRead_ = false;
+  bool stale_ = false;
+  Clock::time_point nextReadAt_{};
   unsigned txnSeqno_ = 0;
   // After TRY_AGAIN: wait for the replica to leave this seqno, or for tryAgainUntil_.
   unsigned tryAgainSeqno_ = ~0U;
