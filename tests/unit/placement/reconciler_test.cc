@@ -7,7 +7,10 @@
 
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/fakes/fake_http_client.h"
+#include "tests/fakes/manual_clock.h"
 #include "tests/fakes/placement_plan.h"
 #include "tests/unit/placement/fake_placement.h"
 
@@ -33,27 +36,15 @@ class ReconcilerTest : public ::testing::Test {
   ~ReconcilerTest() override { std::filesystem::remove(stateFile_); }
 
   std::unique_ptr<Reconciler> make() {
-    auto r = std::make_unique<Reconciler>(io_, fake_, config_, metrics_, health_);
+    auto r = std::make_unique<Reconciler>(io_, fake_, config_, metrics_, health_, &clock_);
     r->setActive(true);
     return r;
   }
-  // Runs the loop until `cond` holds (bounded; never a timing assertion).
-  template <typename F>
-  bool runUntil(F cond) {
-    for (int i = 0; i < 2000 && !cond(); ++i) {
-      io_.run_for(5ms);
-      if (io_.stopped()) io_.restart();
-    }
-    return cond();
-  }
-  // Runs the loop for a while (past any debounce window), for "nothing happens" checks.
-  void settle(std::chrono::milliseconds d = 400ms) {
-    const auto end = std::chrono::steady_clock::now() + d;
-    while (std::chrono::steady_clock::now() < end) {
-      io_.run_for(10ms);
-      if (io_.stopped()) io_.restart();
-    }
-  }
+  // Lives through simulated time (every timer due fires) until `cond` holds, at most a minute.
+  bool runUntil(const std::function<bool()>& cond) { return clock_.runFor(60s, cond); }
+  // Lives through exactly `d` of simulated time (past any debounce window), for "nothing
+  // happens" checks: every timer due in it has fired.
+  void settle(std::chrono::milliseconds d = 400ms) { clock_.runFor(d); }
   k8s::PodInfo pod(const std::string& name, const std::string& cpu, const std::string& memory) {
     k8s::PodInfo p;
     p.namespace_ = "infra";
@@ -72,6 +63,7 @@ class ReconcilerTest : public ::testing::Test {
   }
 
   boost::asio::io_context io_;
+  testing::ManualClock clock_{io_};
   testing::FakePlacement fake_;
   core::MetricsRegistry metrics_;
   core::HealthRegistry health_;
@@ -138,6 +130,25 @@ TEST_F(ReconcilerTest, BurstOfPodChangesIsOneWrite) {
   EXPECT_GE(metric("okna_placement_changes_skipped_total{reason=\"debounced\"}"), 49);
 }
 
+TEST_F(ReconcilerTest, AReservationMoveWaitsForExactlyTheDebounceWindow) {
+  auto r = make();
+  okna::testing::planAndUpdate(*r, node_, {pod("a", "1", "1Gi")});
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  const int puts = fake_.calls["putInventories"];
+  okna::testing::planAndUpdate(*r, node_, {pod("a", "3", "2Gi")});
+  EXPECT_EQ(r->debugJson()["dueInMs"], 200);
+  // Every timer due in the window has fired: the write is held, not lost and not sent early.
+  settle(config_.debounce - 1ms);
+  EXPECT_EQ(fake_.calls["putInventories"], puts) << "sent before the debounce window closed";
+  EXPECT_TRUE(r->busy()) << "the change must still be pending";
+  // A later change inside the window does not extend it.
+  okna::testing::planAndUpdate(*r, node_, {pod("a", "4", "2Gi")});
+  settle(1ms);
+  EXPECT_EQ(fake_.calls["putInventories"], puts + 1);
+  EXPECT_EQ(root().inventories.at("VCPU").reserved, 4);
+  EXPECT_FALSE(r->busy());
+}
+
 TEST_F(ReconcilerTest, ChangeBelowStepIsNotSent) {
   auto r = make();
   okna::testing::planAndUpdate(*r, node_, {pod("a", "1", "1Gi")});
@@ -149,6 +160,11 @@ TEST_F(ReconcilerTest, ChangeBelowStepIsNotSent) {
   EXPECT_EQ(fake_.total(), before);
   EXPECT_EQ(root().inventories.at("MEMORY_MB").reserved, 1024);
   EXPECT_EQ(metric("okna_placement_changes_skipped_total{reason=\"below_step\"}"), 1);
+  // /debug/plan's view: what is wanted, and what the step keeps sent instead.
+  const nlohmann::json view = r->debugJson();
+  EXPECT_EQ(view["heldBackByStep"], true) << view.dump();
+  EXPECT_EQ(view["heldBack"]["MEMORY_MB"], nlohmann::json({{"wanted", 1124}, {"sent", 1024}}));
+  EXPECT_FALSE(view["heldBack"].contains("VCPU"));
   // Exactly the step (+256 MiB): the seed says "more than", so still nothing.
   okna::testing::planAndUpdate(*r, node_, {pod("a", "1", "1Gi"), pod("b", "0", "256Mi")});
   settle();
@@ -427,7 +443,7 @@ TEST_F(ReconcilerTest, RecreatedNodeShowsInReadinessWhenever) {
 TEST_F(ReconcilerTest, WithoutCredentialsTheRoleAloneDecidesReadiness) {
   ::unsetenv("OS_CLOUD");
   testing::FakeHttpClient http;
-  Reconciler r(io_, http, config_, metrics_, health_);
+  Reconciler r(io_, http, config_, metrics_, health_, &clock_);
   r.setActive(true);
   r.setActive(true);
   ASSERT_EQ(health_.readiness().size(), 1u);
@@ -475,7 +491,7 @@ TEST_F(ReconcilerTest, LosingTheRoleDisablesTheProviderUntilItComesBack) {
 
 TEST_F(ReconcilerTest, StartingWithoutTheRoleClosesAnExistingProviderOnly) {
   {
-    auto r = std::make_unique<Reconciler>(io_, fake_, config_, metrics_, health_);
+    auto r = std::make_unique<Reconciler>(io_, fake_, config_, metrics_, health_, &clock_);
     r->setActive(false);
     okna::testing::planAndUpdate(*r, node_, {});
     ASSERT_TRUE(runUntil([&] { return r->closed(); }));
@@ -485,7 +501,7 @@ TEST_F(ReconcilerTest, StartingWithoutTheRoleClosesAnExistingProviderOnly) {
   }
   fake_.providers[kUid].provider = {kUid, "cmp-1", "", kUid, 3};
   fake_.providers[kUid].traits = {"HW_CPU_X86_AVX"};
-  auto r = std::make_unique<Reconciler>(io_, fake_, config_, metrics_, health_);
+  auto r = std::make_unique<Reconciler>(io_, fake_, config_, metrics_, health_, &clock_);
   r->setActive(false);
   okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(runUntil([&] { return r->closed(); }));
