@@ -37,15 +37,6 @@ k8s::ClusterConfig cluster() {
   return c;
 }
 
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
 class GatewayDrainTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -177,18 +168,8 @@ TEST_F(GatewayDrainTest, FlagGoesAtOnceNetworkStaysWhileTheGatewayIsBoundHereThe
   EXPECT_EQ(eventReasons(), (Strings{"GatewayDrainStarted", "GatewayDrained"}));
 }
 
-TEST_F(GatewayDrainTest, NetworkGoesAtTheTimeoutWhenTheGatewayStays) {
-  auto r = make(3s);
-  okna::testing::planAndUpdate(*r, gatewayNode(), {"network"});
-  ASSERT_TRUE(loop_.runUntil([&] { return gatewayItemSet() && networkKept() && seesGateway(*r); }));
-  okna::testing::planAndUpdate(*r, plainNode(), {});
-  ASSERT_TRUE(loop_.runUntil([&] { return !gatewayItemSet(); }));
-  EXPECT_TRUE(networkKept());
-  ASSERT_TRUE(loop_.runUntil([&] { return networkGone(); }, 15s));
-  EXPECT_EQ(metric("okna_ovsdb_gateway_drain_seconds_count"), 1);
-  ASSERT_TRUE(loop_.runUntil([&] { return recorded("GatewayDrainTimedOut"); }));
-  EXPECT_FALSE(recorded("GatewayDrained"));
-}
+// The drain timeout (counted from this process' start or from the recorded one) is lived through
+// in simulated time in tests/unit/ovsdb/chassis_reconciler_test.cc, with the same Events.
 
 TEST_F(GatewayDrainTest, NoGatewayBoundHereMeansNoWaitAndNoEvents) {
   sb_->sbctl({"clear", "Port_Binding", binding_, "chassis"});
@@ -254,28 +235,6 @@ TEST_F(GatewayDrainTest, ANewAgentProcessContinuesTheSameDrain) {
   EXPECT_TRUE(networkKept());
   sb_->sbctl({"clear", "Port_Binding", binding_, "chassis"});
   ASSERT_TRUE(loop_.runUntil([&] { return networkGone(); }, 10s));
-}
-
-TEST_F(GatewayDrainTest, TheTimeoutCountsFromTheRecordedStart) {
-  {
-    auto first = make(60s);
-    okna::testing::planAndUpdate(*first, gatewayNode(), {"network"});
-    ASSERT_TRUE(loop_.runUntil([&] { return gatewayItemSet() && seesGateway(*first); }));
-    okna::testing::planAndUpdate(*first, plainNode(), {});
-    ASSERT_TRUE(loop_.runUntil([&] { return recordedDrain() > 0 && !gatewayItemSet(); }));
-  }
-  // The drain began 58 s before this process starts (its record says so): 2 s are left of the
-  // 60, not 60 more.
-  auto record = parseOwnership(externalId(*ovs_, kOwnershipKey).value());
-  ASSERT_TRUE(record.ok());
-  record->drainSince -= 58;
-  ovs_->vsctl(
-      {"set", "Open_vSwitch", ".",
-       std::string("external_ids:") + kOwnershipKey + "=" + quoted(formatOwnership(*record))});
-  auto second = make(60s);
-  okna::testing::planAndUpdate(*second, plainNode(), {});
-  ASSERT_TRUE(loop_.runUntil([&] { return networkGone(); }, 20s));
-  ASSERT_TRUE(loop_.runUntil([&] { return recorded("GatewayDrainTimedOut"); }));
 }
 
 }  // namespace
