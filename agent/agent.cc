@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "agent/plan_appliers.h"
 #include "core/logging.h"
 
 namespace okna::agent {

@@ -15,7 +15,6 @@
 #include "agent/health_server.h"
 #include "agent/metadata_service.h"
 #include "agent/plan.h"
-#include "agent/plan_appliers.h"
 #include "core/health.h"
 #include "core/http_client.h"
 #include "core/metrics.h"
