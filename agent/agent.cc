@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "agent/plan_appliers.h"
 #include "core/logging.h"
 
 namespace okna::agent {
@@ -11,12 +12,6 @@ using nlohmann::json;
 namespace {
 constexpr auto kHeartbeatPeriod = std::chrono::seconds(1);
 constexpr auto kLoopMaxSilence = std::chrono::seconds(10);
-
-std::string join(const std::set<std::string>& items) {
-  std::string out;
-  for (const auto& i : items) out += (out.empty() ? "" : ",") + i;
-  return out.empty() ? "(none)" : out;
-}
 }  // namespace
 
 Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& http,
@@ -113,9 +108,10 @@ core::Status Agent::start() {
 }
 
 nlohmann::json Agent::debugPlan() const {
-  if (!plan_) return nlohmann::json::object();
-  nlohmann::json out = planToJson(*plan_);
-  if (metadata_) out["metadata"]["live"] = metadata_->reconciler().debugJson();
+  if (!tracker_.current()) return nlohmann::json::object();
+  nlohmann::json out = planToJson(*tracker_.current());
+  out["appliers"] =
+      appliersJson({chassis_.get(), placement_.get(), metadata_.get()}, podInformer_->hasSynced());
   return out;
 }
 
@@ -203,26 +199,15 @@ void Agent::replan(const char* trigger) {
     inputs.pods.emplace();
     for (const auto& [key, pod] : pods_) inputs.pods->push_back(pod);
   }
-  Plan next = computePlan(config_, inputs);
-  auto log = core::logger("roles");
-  const bool rolesChanged = !plan_ || plan_->roles.roles != next.roles.roles;
-  if (rolesChanged) {
-    log->info("node {} roles: {} -> {}", next.nodeName,
-              plan_ ? join(plan_->roles.roles) : "(unknown)", join(next.roles.roles));
+  // Once per input change: the planners run here only, and each warning is logged here only.
+  const Plan& plan = tracker_.update(inputs);
+  if (tracker_.rolesChanged())
     for (const auto& role : roleNames())
       metrics_.gauge("okna_agent_role", "1 when the node has the role", {{"role", role}})
-          .set(next.roles.roles.count(role) ? 1 : 0);
-  }
-  if (!plan_ || plan_->warnings != next.warnings)
-    for (const auto& w : next.warnings) log->warn("{}", w);
-  plan_ = std::move(next);
-  for (const auto& listener : listeners_) listener(*plan_);
-  // Placement follows the compute role; before the pods are known there is no plan for it yet,
-  // and the reconciler keeps its previous state.
-  if (inputs.pods) placement_->setActive(plan_->placement.has_value());
-  if (inputs.pods) placement_->update(*node_, *inputs.pods, true);
-  if (chassis_) chassis_->update(*node_, plan_->roles.roles);
-  if (metadata_) metadata_->setActive(plan_->roles.roles.count("compute") > 0);
+          .set(plan.roles.roles.count(role) ? 1 : 0);
+  for (const auto& listener : listeners_) listener(plan);
+  handPlan(plan, *node_, inputs.pods.has_value(),
+           {chassis_.get(), placement_.get(), metadata_.get()});
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   metrics_

@@ -1,6 +1,6 @@
 #pragma once
-// The composition root: builds the informers, runs the planners whenever an input changes, and
-// hands each new plan to the appliers that later components register. Everything here runs on
+// The composition root: builds the informers, computes the plan once whenever an input changes
+// (PlanTracker), and hands each applier its section (plan_appliers.h). Everything here runs on
 // the one event-loop thread.
 
 #include <boost/asio/io_context.hpp>
@@ -41,7 +41,7 @@ class Agent {
   void stop();
 
   void addPlanListener(PlanListener listener) { listeners_.push_back(std::move(listener)); }
-  const std::optional<Plan>& plan() const { return plan_; }
+  const std::optional<Plan>& plan() const { return tracker_.current(); }
   core::HealthRegistry& health() { return health_; }
   core::MetricsRegistry& metrics() { return metrics_; }
   unsigned short healthPort() const { return healthServer_.port(); }
@@ -50,7 +50,8 @@ class Agent {
   void onNodeEvent(k8s::Informer::EventType type, const nlohmann::json& object);
   void onPodEvent(k8s::Informer::EventType type, const nlohmann::json& object);
   void replan(const char* trigger);
-  // /debug/plan: the last plan, plus the metadata service's live state.
+  // /debug/plan: the last plan (what --dry-run prints for the same inputs), plus "appliers":
+  // what each applier is doing about its section.
   nlohmann::json debugPlan() const;
   void beat();
   // /readyz for the informers, from their state: on every change and every heartbeat.
@@ -76,7 +77,7 @@ class Agent {
   // Why the node informer is not ready although synced (the Node is missing).
   std::string nodeAbsent_;
   std::map<std::string, k8s::PodInfo> pods_;
-  std::optional<Plan> plan_;
+  PlanTracker tracker_{config_};
   std::vector<PlanListener> listeners_;
 };
 

@@ -50,7 +50,8 @@ int runDryRun(const AgentConfig& config, const DryRunOptions& options, const std
     err << "error: " << node.error().message << "\n";
     return 1;
   }
-  PlanInputs inputs{std::move(*node), std::nullopt, true};
+  // Without --pods-file Placement is planned as if the node had no pods, and the output says so.
+  PlanInputs inputs{std::move(*node), std::vector<k8s::PodInfo>{}};
   if (!options.podsFile.empty()) {
     auto pods = loadPods(options.podsFile);
     if (!pods) {
@@ -59,7 +60,13 @@ int runDryRun(const AgentConfig& config, const DryRunOptions& options, const std
     }
     inputs.pods = std::move(*pods);
   }
-  const Plan plan = computePlan(config, inputs);
+  Plan plan = computePlan(config, inputs);
+  if (options.podsFile.empty()) {
+    plan.podCount = -1;
+    if (plan.placement)
+      plan.warnings.push_back(
+          {"placement", "reserved is computed without the node's pods (no --pods-file)"});
+  }
   nlohmann::json diff;
   if (!ovsdb.empty()) {
     auto observed = ovsdb::readObservedOnce(ovsdb, std::chrono::seconds(10));

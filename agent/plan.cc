@@ -1,27 +1,57 @@
 #include "agent/plan.h"
 
+#include <algorithm>
+
+#include "core/logging.h"
+
 namespace okna::agent {
+
+namespace {
+
+std::string join(const std::set<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : ",") + i;
+  return out.empty() ? "(none)" : out;
+}
+
+}  // namespace
+
+std::string PlanWarning::text() const {
+  return component == "placement" ? component + ": " + message : message;
+}
 
 Plan computePlan(const AgentConfig& config, const PlanInputs& inputs) {
   Plan plan;
   plan.nodeName = inputs.node.name;
   plan.nodeUid = inputs.node.uid;
   plan.roles = planRoles(config.nodeRoles, inputs.node);
-  plan.warnings = plan.roles.warnings;
+  for (const auto& w : plan.roles.warnings) plan.warnings.push_back({"roles", w});
   plan.chassis = ovsdb::planChassis(config.ovs, inputs.node, plan.roles.roles);
-  for (const auto& w : plan.chassis.warnings) plan.warnings.push_back(w.message);
+  for (const auto& w : plan.chassis.warnings) plan.warnings.push_back({"ovsdb", w.message});
   plan.podCount = inputs.pods ? static_cast<long>(inputs.pods->size()) : -1;
-  if (config.placement.enabled && plan.roles.roles.count("compute") != 0 &&
-      (inputs.pods || inputs.dryRun)) {
-    plan.placement = placement::planPlacement(config.placement, inputs.node,
-                                              inputs.pods.value_or(std::vector<k8s::PodInfo>{}));
-    if (!inputs.pods)
-      plan.warnings.push_back(
-          "placement: reserved is computed without the node's pods (no --pods-file)");
-    for (const auto& w : plan.placement->warnings) plan.warnings.push_back("placement: " + w);
+  if (config.placement.enabled && plan.roles.roles.count("compute") != 0 && inputs.pods) {
+    plan.placement = placement::planPlacement(config.placement, inputs.node, *inputs.pods);
+    for (const auto& w : plan.placement->warnings) plan.warnings.push_back({"placement", w});
   }
   plan.metadata = planMetadataIntent(config, plan.roles.roles);
   return plan;
+}
+
+const Plan& PlanTracker::update(const PlanInputs& inputs) {
+  Plan next = computePlan(config_, inputs);
+  rolesChanged_ = !plan_ || plan_->roles.roles != next.roles.roles;
+  if (rolesChanged_)
+    core::logger("roles")->info("node {} roles: {} -> {}", next.nodeName,
+                                plan_ ? join(plan_->roles.roles) : "(unknown)",
+                                join(next.roles.roles));
+  // Each warning once while it holds: said again only after it went away and came back.
+  for (const auto& w : next.warnings) {
+    const bool known = plan_ && std::find(plan_->warnings.begin(), plan_->warnings.end(), w) !=
+                                    plan_->warnings.end();
+    if (!known) core::logger(w.component)->warn("{}", w.message);
+  }
+  plan_ = std::move(next);
+  return *plan_;
 }
 
 MetadataIntent planMetadataIntent(const AgentConfig& config, const std::set<std::string>& roles) {
@@ -39,7 +69,8 @@ nlohmann::json planToJson(const Plan& plan) {
   out["node"] = {{"name", plan.nodeName}, {"uid", plan.nodeUid}};
   out["roles"] = nlohmann::json::array();
   for (const auto& r : plan.roles.roles) out["roles"].push_back(r);  // std::set: sorted
-  out["warnings"] = plan.warnings;
+  out["warnings"] = nlohmann::json::array();
+  for (const auto& w : plan.warnings) out["warnings"].push_back(w.text());
   if (plan.placement) out["placement"] = placement::toDryRunJson(*plan.placement);
   out["ovs"] = ovsdb::toDryRunJson(plan.chassis);
   // The namespaces need the Southbound: --dry-run --ovsdb fills them in (dry_run_metadata.h).
@@ -83,7 +114,7 @@ std::string planToText(const Plan& plan) {
     }
     out += "  traits " + p["traits"].dump() + "\n";
   }
-  for (const auto& w : plan.warnings) out += "warning: " + w + "\n";
+  for (const auto& w : plan.warnings) out += "warning: " + w.text() + "\n";
   return out;
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <chrono>
+#include <ctime>
+#include <nlohmann/json.hpp>
 
 #include "core/health.h"
 #include "core/logging.h"
@@ -33,24 +35,31 @@ std::optional<OwnershipRecord> ownershipRecord(const Snapshot& s) {
   return std::move(*record);
 }
 
-std::int64_t unixNow() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+// ISO 8601 UTC of unix seconds, for /debug/plan.
+std::string isoTime(std::int64_t unix) {
+  const std::time_t t = static_cast<std::time_t>(unix);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char out[32];
+  std::strftime(out, sizeof out, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return out;
 }
 
 }  // namespace
 
 ChassisReconciler::ChassisReconciler(boost::asio::io_context& io, OvsConfig config,
                                      core::MetricsRegistry& metrics, core::HealthRegistry& health,
-                                     k8s::EventRecorder* events)
+                                     k8s::EventRecorder* events, OvsdbApplierFactory makeApplier,
+                                     core::Clock* clock)
     : io_(io),
       config_(std::move(config)),
       metrics_(metrics),
       health_(health),
       events_(events),
       alive_(std::make_shared<bool>(true)),
-      drainTimer_(io) {
+      ownedClock_(clock ? nullptr : std::make_unique<core::AsioClock>(io)),
+      clock_(clock ? clock : ownedClock_.get()),
+      drainTimer_(clock_->makeTimer()) {
   health_.addComponent(kComponent);
   health_.setReady(kComponent, false, "waiting for the Node");
   for (const char* result : {"success", "unchanged", "conflict", "error"})
@@ -64,30 +73,32 @@ ChassisReconciler::ChassisReconciler(boost::asio::io_context& io, OvsConfig conf
                  "chassisredirect ports bound to this chassis in the Southbound DB");
   metrics_.histogram("okna_ovsdb_gateway_drain_seconds",
                      "How long planned gateway failovers waited for the gateways to move");
-  thread_ = std::make_unique<IdlThread>(config_, health_,
-                                        [this, alive = alive_](std::shared_ptr<const Snapshot> s) {
-                                          // Called on the IDL thread: hop to the loop; `alive`
-                                          // guards against a late post. Only the newest snapshot
-                                          // matters (its counters are cumulative): while a hop is
-                                          // pending, a newer one replaces it instead of queueing
-                                          // behind it. A busy ovs-vswitchd (1,000 new ports)
-                                          // publishes faster than the loop could process each one.
-                                          {
-                                            const std::lock_guard lock(latestMutex_);
-                                            const bool hopPending = latest_ != nullptr;
-                                            latest_ = std::move(s);
-                                            if (hopPending) return;
-                                          }
-                                          boost::asio::post(io_, [this, alive] {
-                                            if (!*alive) return;
-                                            std::shared_ptr<const Snapshot> newest;
-                                            {
-                                              const std::lock_guard lock(latestMutex_);
-                                              newest.swap(latest_);
-                                            }
-                                            if (newest) onSnapshot(std::move(newest));
-                                          });
-                                        });
+  OvsdbApplier::SnapshotCallback publish = [this,
+                                            alive = alive_](std::shared_ptr<const Snapshot> s) {
+    // Called on the IDL thread: hop to the loop; `alive`
+    // guards against a late post. Only the newest snapshot
+    // matters (its counters are cumulative): while a hop is
+    // pending, a newer one replaces it instead of queueing
+    // behind it. A busy ovs-vswitchd (1,000 new ports)
+    // publishes faster than the loop could process each one.
+    {
+      const std::lock_guard lock(latestMutex_);
+      const bool hopPending = latest_ != nullptr;
+      latest_ = std::move(s);
+      if (hopPending) return;
+    }
+    boost::asio::post(io_, [this, alive] {
+      if (!*alive) return;
+      std::shared_ptr<const Snapshot> newest;
+      {
+        const std::lock_guard lock(latestMutex_);
+        newest.swap(latest_);
+      }
+      if (newest) onSnapshot(std::move(newest));
+    });
+  };
+  thread_ = makeApplier ? makeApplier(std::move(publish))
+                        : std::make_unique<IdlThread>(config_, health_, std::move(publish));
 }
 
 ChassisReconciler::~ChassisReconciler() {
@@ -96,22 +107,29 @@ ChassisReconciler::~ChassisReconciler() {
 
 void ChassisReconciler::stop() {
   *alive_ = false;
-  drainTimer_.cancel();
+  drainTimer_->cancel();
   thread_->stop();
 }
 
-void ChassisReconciler::update(const k8s::NodeInfo& node, const std::set<std::string>& roles) {
+void ChassisReconciler::update(const k8s::NodeInfo& node, const DesiredChassis& planned) {
   if (!*alive_) return;
   nodeName_ = node.name;
-  planned_ = planChassis(config_, node, roles);
-  if (const auto nic = node.labels.find(kExternalNicKey); nic != node.labels.end())
+  planned_ = planned;
+  // The planner's warnings were logged with the plan; those of the host check are this
+  // applier's own.
+  const size_t fromPlan = planned_->warnings.size();
+  refusedNic_.clear();
+  if (const auto nic = node.labels.find(kExternalNicKey); nic != node.labels.end()) {
     guardExternalNic(*planned_, node, hostNics_->facts(nic->second));
+    if (planned_->warnings.size() > fromPlan) refusedNic_ = planned_->warnings.back().message;
+  }
   if (planned_->warnings != reportedWarnings_) {
-    for (const auto& w : planned_->warnings) {
-      bool known = false;
-      for (const auto& r : reportedWarnings_) known = known || r == w;
-      if (known) continue;
-      core::logger(kComponent)->warn("{}", w.message);
+    for (size_t i = 0; i < planned_->warnings.size(); ++i) {
+      const ChassisWarning& w = planned_->warnings[i];
+      if (std::find(reportedWarnings_.begin(), reportedWarnings_.end(), w) !=
+          reportedWarnings_.end())
+        continue;
+      if (i >= fromPlan) core::logger(kComponent)->warn("{}", w.message);
       event("Warning", w.reason, w.message);
     }
     reportedWarnings_ = planned_->warnings;
@@ -221,7 +239,7 @@ void ChassisReconciler::evaluateDrain() {
   in.hasChassis = !s.systemId.empty();
   in.sbSynced = s.sb.synced;
   in.gatewayPorts = s.sb.gatewayPorts;
-  in.now = unixNow();
+  in.now = core::unixSeconds(*clock_);
   in.timeout = config_.drainTimeout;
   const std::int64_t sinceBefore = drain_.since;
   const GatewayDrainStep step = stepGatewayDrain(drain_, in);
@@ -231,18 +249,40 @@ void ChassisReconciler::evaluateDrain() {
 }
 
 void ChassisReconciler::armDrainTimer(std::int64_t now) {
-  drainTimer_.cancel();
+  drainTimer_->cancel();
   if (drain_.since == 0) return;
   const std::int64_t left =
       std::max<std::int64_t>(0, drain_.since + config_.drainTimeout.count() - now);
   // The step compares whole seconds: 100 ms past the deadline it has surely passed.
-  drainTimer_.expires_after(std::chrono::seconds(left) + std::chrono::milliseconds(100));
-  drainTimer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
-    if (ec || !*alive || drain_.since == 0) return;
-    evaluateDrain();
-    if (drain_.since != 0) armDrainTimer(unixNow());
-    submit();
-  });
+  drainTimer_->waitUntil(
+      clock_->now() + std::chrono::seconds(left) + std::chrono::milliseconds(100),
+      [this, alive = alive_] {
+        if (!*alive || drain_.since == 0) return;
+        evaluateDrain();
+        if (drain_.since != 0) armDrainTimer(core::unixSeconds(*clock_));
+        submit();
+      });
+}
+
+nlohmann::json ChassisReconciler::debugJson() const {
+  nlohmann::json out;
+  out["connected"] = snapshot_ && snapshot_->connected;
+  out["ready"] = ready_;
+  nlohmann::json drain = {{"inProgress", drain_.since != 0}};
+  if (drain_.since != 0) {
+    drain["since"] = isoTime(drain_.since);
+    drain["deadline"] = isoTime(drain_.since + config_.drainTimeout.count());
+    drain["resumed"] = drain_.resumed;
+    drain["gatewayPorts"] = snapshot_ ? snapshot_->sb.gatewayPorts : std::vector<std::string>{};
+    drain["holding"] = heldNetwork();
+  }
+  out["drain"] = std::move(drain);
+  out["externalNicRefused"] =
+      refusedNic_.empty() ? nlohmann::json(nullptr) : nlohmann::json(refusedNic_);
+  out["failedInterfaces"] = failedInterfaces_;
+  out["submittedGeneration"] = generation_;
+  out["convergedGeneration"] = snapshot_ ? snapshot_->convergedGeneration : 0;
+  return out;
 }
 
 void ChassisReconciler::reportDrain(const GatewayDrainStep& step, const Snapshot& s) {

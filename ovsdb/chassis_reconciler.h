@@ -1,7 +1,9 @@
 #pragma once
 // Keeps the local Open_vSwitch row (external_ids, external bridges) in line with the Node, live.
-// Runs on the Asio loop thread; owns the IDL thread (idl_thread.h) and the planned gateway
-// failover (seed 000 § 3.2):
+// The agent's plan (agent/plan.h) says what is wanted (planChassis); this applier adds what only
+// the host can tell (the external NIC's safety check), drains, and writes. Runs on the Asio loop
+// thread; owns the OVSDB writer (the IDL thread, idl_thread.h, behind OvsdbApplier) and the
+// planned gateway failover (seed 000 § 3.2):
 //
 // The planned gateway failover, in the order Neutron ML2/OVN needs (gateway_drain.h): when the
 // network role goes away while the agent's enable-chassis-as-gw item is there, the item and the
@@ -23,7 +25,6 @@
 // also a Warning Event OvsInterfaceFailed and "not ready" with the error).
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -33,11 +34,15 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/clock.h"
 #include "ovsdb/chassis_desired.h"
 #include "ovsdb/config.h"
 #include "ovsdb/gateway_drain.h"
 #include "ovsdb/host_nics.h"
 #include "ovsdb/idl_thread.h"
+#include "ovsdb/ovsdb_applier.h"
 
 namespace okna::core {
 class HealthRegistry;
@@ -51,15 +56,20 @@ namespace okna::ovsdb {
 
 class ChassisReconciler {
  public:
-  /** `events` may be null (no Node Events). Nothing touches OVSDB before the first update(). */
+  /** `events` may be null (no Node Events). Nothing touches OVSDB before the first update().
+   *  Tests pass `makeApplier` (default: the IDL thread) and `clock` (default: the real one). */
   ChassisReconciler(boost::asio::io_context& io, OvsConfig config, core::MetricsRegistry& metrics,
-                    core::HealthRegistry& health, k8s::EventRecorder* events);
+                    core::HealthRegistry& health, k8s::EventRecorder* events,
+                    OvsdbApplierFactory makeApplier = {}, core::Clock* clock = nullptr);
   ~ChassisReconciler();
   ChassisReconciler(const ChassisReconciler&) = delete;
   ChassisReconciler& operator=(const ChassisReconciler&) = delete;
 
-  /** A new version of the Node or of its roles. Starts the IDL thread on the first call. */
-  void update(const k8s::NodeInfo& node, const std::set<std::string>& roles);
+  /** The plan's chassis section (planChassis) for `node`, whose InternalIP and annotations the
+   *  external NIC's safety check reads. Its warnings were logged by the planner's caller: here
+   *  they become Node Events and readiness detail. Starts the OVSDB writer on the first call. */
+  void update(const k8s::NodeInfo& node, const DesiredChassis& planned);
+  const OvsConfig& config() const { return config_; }
   /** Stops the IDL thread and the drain timer; OVSDB is left as it is. */
   void stop();
 
@@ -75,8 +85,12 @@ class ChassisReconciler {
 
   /** The last snapshot from the IDL thread (null before the first one). */
   const std::shared_ptr<const Snapshot>& snapshot() const { return snapshot_; }
-  /** The desired state planned from the last update() (before the drain adjusts it). */
+  /** The desired state of the last update() after the host's checks (before the drain). */
   const std::optional<DesiredChassis>& planned() const { return planned_; }
+  /** What this applier does about the plan, for /debug/plan: {"connected", "ready",
+   *  "drain": {"inProgress", "since", "deadline", "gatewayPorts", "holdingOwned"},
+   *  "externalNicRefused", "failedInterfaces", "submittedGeneration", "convergedGeneration"}. */
+  nlohmann::json debugJson() const;
   bool draining() const { return drain_.since != 0; }
   /** The generation of the last desired state sent to the IDL thread (0: none yet). */
   std::uint64_t submittedGeneration() const { return generation_; }
@@ -100,11 +114,15 @@ class ChassisReconciler {
   k8s::EventRecorder* events_;
   // Shared with the callbacks the IDL thread posts, which may run after stop().
   std::shared_ptr<bool> alive_;
-  std::unique_ptr<IdlThread> thread_;
+  std::unique_ptr<core::Clock> ownedClock_;
+  core::Clock* clock_;
+  std::unique_ptr<OvsdbApplier> thread_;
   std::string nodeName_;
   std::optional<DesiredChassis> planned_;
   std::unique_ptr<HostNics> hostNics_ = std::make_unique<LinuxHostNics>();
   std::vector<ChassisWarning> reportedWarnings_;
+  // The external NIC the host check refused to plug ("" when none), and why.
+  std::string refusedNic_;
   // failedInterfaces() of the last snapshot (reported once each).
   std::vector<std::string> failedInterfaces_;
   std::shared_ptr<const Snapshot> snapshot_;
@@ -115,7 +133,7 @@ class ChassisReconciler {
   std::uint64_t generation_ = 0;
   bool ready_ = false;
   // The planned failover (gateway_drain.h) and its deadline.
-  boost::asio::steady_timer drainTimer_;
+  std::unique_ptr<core::Timer> drainTimer_;
   GatewayDrainState drain_;
   std::vector<std::string> reportedGatewayPorts_;
   SnapshotListener listener_;

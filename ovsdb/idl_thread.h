@@ -25,6 +25,7 @@
 #include "ovsdb/chassis_diff.h"
 #include "ovsdb/config.h"
 #include "ovsdb/metadata_ports.h"
+#include "ovsdb/ovsdb_applier.h"
 
 namespace okna::core {
 class HealthRegistry;
@@ -77,23 +78,21 @@ struct Snapshot {
   bool operator==(const Snapshot&) const = default;
 };
 
-class IdlThread {
+class IdlThread : public OvsdbApplier {
  public:
-  using SnapshotCallback = std::function<void(std::shared_ptr<const Snapshot>)>;
-
   IdlThread(OvsConfig config, core::HealthRegistry& health, SnapshotCallback onSnapshot);
-  ~IdlThread();
+  ~IdlThread() override;
   IdlThread(const IdlThread&) = delete;
   IdlThread& operator=(const IdlThread&) = delete;
 
   /** Starts the thread (the first OVS call happens on it). */
-  void start();
+  void start() override;
   /** The new desired state and its generation (increasing). Thread-safe, never blocks long. */
-  void submit(const DesiredChassis& desired, std::uint64_t generation);
+  void submit(const DesiredChassis& desired, std::uint64_t generation) override;
   /** The metadata ports and whether the Southbound metadata rows are wanted. Thread-safe. */
-  void submitMetadata(const DesiredMetadataOvs& desired, std::uint64_t generation);
+  void submitMetadata(const DesiredMetadataOvs& desired, std::uint64_t generation) override;
   /** Stops and joins the thread; OVSDB is left as it is. */
-  void stop();
+  void stop() override;
 
  private:
   class Loop;

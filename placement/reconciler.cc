@@ -3,6 +3,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <nlohmann/json.hpp>
 
 #include "core/logging.h"
 #include "placement/clouds_yaml.h"
@@ -11,7 +12,6 @@
 namespace okna::placement {
 
 namespace asio = boost::asio;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -64,25 +64,29 @@ bool sameShape(const DesiredProviderTree& a, const DesiredProviderTree& b) {
 }  // namespace
 
 Reconciler::Reconciler(asio::io_context& io, PlacementConfig config, core::MetricsRegistry& metrics,
-                       core::HealthRegistry& health)
+                       core::HealthRegistry& health, core::Clock* clock)
     : io_(io),
       config_(std::move(config)),
       metrics_(metrics),
       health_(health),
+      ownedClock_(clock ? nullptr : std::make_unique<core::AsioClock>(io)),
+      clock_(clock ? clock : ownedClock_.get()),
       owned_(config_.stateFile),
       wake_(io),
-      resync_(io),
-      deletionRetry_(io),
+      dueTimer_(clock_->makeTimer()),
+      resync_(clock_->makeTimer()),
+      deletionRetry_(clock_->makeTimer()),
       deletionBackoff_(config_.backoff),
-      restart_(io),
+      restart_(clock_->makeTimer()),
       backoff_(config_.backoff) {
   enabled_ = config_.enabled;
   if (auto s = owned_.load(); !s) log()->warn("{}", s.error().message);
 }
 
 Reconciler::Reconciler(asio::io_context& io, core::HttpClient& http, PlacementConfig config,
-                       core::MetricsRegistry& metrics, core::HealthRegistry& health)
-    : Reconciler(io, std::move(config), metrics, health) {
+                       core::MetricsRegistry& metrics, core::HealthRegistry& health,
+                       core::Clock* clock)
+    : Reconciler(io, std::move(config), metrics, health, clock) {
   auto resolved = resolveAuth(config_);
   if (!resolved) {
     configError_ = resolved.error();
@@ -101,8 +105,9 @@ Reconciler::Reconciler(asio::io_context& io, core::HttpClient& http, PlacementCo
 }
 
 Reconciler::Reconciler(asio::io_context& io, Api& api, PlacementConfig config,
-                       core::MetricsRegistry& metrics, core::HealthRegistry& health)
-    : Reconciler(io, std::move(config), metrics, health) {
+                       core::MetricsRegistry& metrics, core::HealthRegistry& health,
+                       core::Clock* clock)
+    : Reconciler(io, std::move(config), metrics, health, clock) {
   api_ = &api;
   syncer_ = std::make_unique<Syncer>(*api_, owned_, config_.conflictRetries);
 }
@@ -125,9 +130,10 @@ void Reconciler::stop() {
   mode_ = Mode::Idle;
   pending_ = false;
   wake_.cancel();
-  resync_.cancel();
-  deletionRetry_.cancel();
-  restart_.cancel();
+  dueTimer_->cancel();
+  resync_->cancel();
+  deletionRetry_->cancel();
+  restart_->cancel();
 }
 
 void Reconciler::setActive(bool computeRole) {
@@ -199,29 +205,26 @@ void Reconciler::onWorkerEnded(std::exception_ptr error) {
   }
   const auto delay = backoff_.next();
   log()->error("the Placement worker failed ({}); restarting it in {} ms", what, delay.count());
-  restart_.expires_after(delay);
-  restart_.async_wait(
-      [this, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
-        if (!ec && stillAlive(alive) && !stopped_) start();
-      });
+  restart_->waitUntil(clock_->now() + delay, [this, alive = std::weak_ptr<bool>(alive_)] {
+    if (stillAlive(alive) && !stopped_) start();
+  });
 }
 
-void Reconciler::update(const k8s::NodeInfo& node, const std::vector<k8s::PodInfo>& pods,
-                        bool podsSynced) {
+void Reconciler::setNode(const std::string& name, const std::string& uid) {
   if (stopped_) return;
-  const bool nodeChanged = node.uid != nodeUid_ || node.name != nodeName_;
-  nodeName_ = node.name;
-  nodeUid_ = node.uid;
-  if (mode_ == Mode::Close && nodeChanged) {
+  const bool nodeChanged = uid != nodeUid_ || name != nodeName_;
+  nodeName_ = name;
+  nodeUid_ = uid;
+  if (mode_ == Mode::Close && nodeChanged && syncer_) {
     syncer_->forgetProviders();
     trigger(std::chrono::milliseconds(0));
   }
-  DesiredProviderTree next = planPlacement(config_, node, pods);
-  if (next.warnings != lastWarnings_) {
-    for (const auto& w : next.warnings) log()->warn("{}", w);
-    lastWarnings_ = next.warnings;
-  }
-  if (!podsSynced) return;
+}
+
+void Reconciler::update(const DesiredProviderTree& desired) {
+  if (stopped_) return;
+  setNode(desired.root.name, desired.root.uuid);
+  DesiredProviderTree next = desired;
   const bool first = !desired_;
   const bool reservedMoved =
       !first && !sameInventories(next.root.inventories, desired_->root.inventories);
@@ -242,7 +245,7 @@ void Reconciler::update(const k8s::NodeInfo& node, const std::vector<k8s::PodInf
 }
 
 void Reconciler::trigger(std::chrono::milliseconds delay) {
-  const auto at = std::max(Clock::now() + delay, notBefore_);
+  const auto at = std::max(clock_->now() + delay, notBefore_);
   if (!pending_ || at < due_) due_ = at;
   pending_ = true;
   wake_.cancel();
@@ -251,17 +254,17 @@ void Reconciler::trigger(std::chrono::milliseconds delay) {
 void Reconciler::scheduleResync() {
   if (config_.resyncInterval.count() == 0 || resyncArmed_ || stopped_) return;
   resyncArmed_ = true;
-  resync_.expires_after(config_.resyncInterval);
-  resync_.async_wait(
-      [this, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
-        if (!stillAlive(alive)) return;
-        resyncArmed_ = false;
-        if (ec || stopped_ || mode_ == Mode::Idle) return;
-        // Repairs what was changed behind the agent's back (an inventory deleted by hand).
-        syncer_->invalidate();
-        trigger(std::chrono::milliseconds(0));
-        scheduleResync();
-      });
+  resync_->waitUntil(clock_->now() + config_.resyncInterval,
+                     [this, alive = std::weak_ptr<bool>(alive_)] {
+                       if (!stillAlive(alive)) return;
+                       resyncArmed_ = false;
+                       if (stopped_ || mode_ == Mode::Idle) return;
+                       // Repairs what was changed behind the agent's back (an inventory deleted by
+                       // hand).
+                       syncer_->invalidate();
+                       trigger(std::chrono::milliseconds(0));
+                       scheduleResync();
+                     });
 }
 
 void Reconciler::event(const std::string& reason, const std::string& message) {
@@ -276,13 +279,12 @@ void Reconciler::scheduleDeletionRetry() {
   }
   if (deletionRetryArmed_) return;
   deletionRetryArmed_ = true;
-  deletionRetry_.expires_after(deletionBackoff_.next());
-  deletionRetry_.async_wait(
-      [this, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
-        if (!stillAlive(alive)) return;
-        deletionRetryArmed_ = false;
-        if (!ec && mode_ == Mode::Manage) trigger(std::chrono::milliseconds(0));
-      });
+  deletionRetry_->waitUntil(clock_->now() + deletionBackoff_.next(),
+                            [this, alive = std::weak_ptr<bool>(alive_)] {
+                              if (!stillAlive(alive)) return;
+                              deletionRetryArmed_ = false;
+                              if (mode_ == Mode::Manage) trigger(std::chrono::milliseconds(0));
+                            });
 }
 
 Task<void> Reconciler::run(std::shared_ptr<bool> alive) {
@@ -292,12 +294,14 @@ Task<void> Reconciler::run(std::shared_ptr<bool> alive) {
     const bool runnable =
         (mode_ == Mode::Manage && desired_) || (mode_ == Mode::Close && !nodeUid_.empty());
     if (!pending_ || !runnable) {
-      wake_.expires_at(Clock::time_point::max());
+      wake_.expires_at(std::chrono::steady_clock::time_point::max());
       co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       continue;
     }
-    if (Clock::now() < due_) {
-      wake_.expires_at(due_);
+    if (clock_->now() < due_) {
+      // Woken by the clock at `due_`, or earlier by a trigger (which re-evaluates).
+      dueTimer_->waitUntil(due_, [this] { wake_.cancel(); });
+      wake_.expires_at(std::chrono::steady_clock::time_point::max());
       co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       continue;
     }
@@ -337,6 +341,21 @@ Task<void> Reconciler::run(std::shared_ptr<bool> alive) {
 }
 
 DesiredProviderTree Reconciler::applyStep(const DesiredProviderTree& desired) {
+  std::vector<std::string> held;
+  DesiredProviderTree out = stepped(desired, &held);
+  for (const auto& rc : held) {
+    metrics_
+        .counter("okna_placement_changes_skipped_total", "Changes not sent at once",
+                 {{"reason", "below_step"}})
+        .inc();
+    log()->debug("{} reserved {} -> {}: below the step, not sent", rc,
+                 out.root.inventories.at(rc).reserved, desired.root.inventories.at(rc).reserved);
+  }
+  return out;
+}
+
+DesiredProviderTree Reconciler::stepped(const DesiredProviderTree& desired,
+                                        std::vector<std::string>* heldClasses) const {
   DesiredProviderTree out = desired;
   if (!lastPushed_) return out;
   for (const auto& [rc, step] :
@@ -351,12 +370,7 @@ DesiredProviderTree Reconciler::applyStep(const DesiredProviderTree& desired) {
     if (!(held == sent->second) || now->second.reserved == sent->second.reserved) continue;
     // Seed 000 § 4.2: sent when it moved by *more than* the step.
     if (std::llabs(now->second.reserved - sent->second.reserved) <= step) {
-      metrics_
-          .counter("okna_placement_changes_skipped_total", "Changes not sent at once",
-                   {{"reason", "below_step"}})
-          .inc();
-      log()->debug("{} reserved {} -> {}: below the step of {}, not sent", rc,
-                   sent->second.reserved, now->second.reserved, step);
+      heldClasses->push_back(rc);
       now->second.reserved = sent->second.reserved;
     }
   }
@@ -372,7 +386,7 @@ void Reconciler::afterPass(Mode mode, const core::Status& status, const DesiredP
                  {{"result", "error"}})
         .inc();
     const auto delay = backoff_.next();
-    notBefore_ = Clock::now() + delay;
+    notBefore_ = clock_->now() + delay;
     // The desired state is kept; the next pass starts from a fresh read of the server.
     if (status.error().message != lastError_) {
       log()->warn("Placement update failed (retrying with backoff, next in {} ms): {}",
@@ -440,6 +454,37 @@ void Reconciler::afterManagePass(const DesiredProviderTree& sent) {
         "refuses new claims until it drains. Largest non-VM pods: {}",
         o.resourceClass, sent.root.name, o.reserved, o.used, o.total, o.allocationRatio,
         topPods(sent, o.resourceClass));
+}
+
+}  // namespace okna::placement
+
+namespace okna::placement {
+
+nlohmann::json Reconciler::debugJson() const {
+  nlohmann::json out;
+  out["mode"] = mode_ == Mode::Manage ? "manage" : mode_ == Mode::Close ? "close" : "idle";
+  if (configError_) out["configError"] = configError_->message;
+  out["pending"] = pending_ || running_;
+  if (pending_)
+    out["dueInMs"] = std::max<std::int64_t>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(due_ - clock_->now()).count());
+  // What the next pass would send instead of the plan: reservations held back by the step.
+  std::vector<std::string> held;
+  if (mode_ == Mode::Manage && desired_) {
+    const DesiredProviderTree sending = stepped(*desired_, &held);
+    nlohmann::json heldBack = nlohmann::json::object();
+    for (const auto& rc : held)
+      heldBack[rc] = {{"wanted", desired_->root.inventories.at(rc).reserved},
+                      {"sent", sending.root.inventories.at(rc).reserved}};
+    out["heldBack"] = std::move(heldBack);
+  }
+  out["heldBackByStep"] = !held.empty();
+  nlohmann::json lastSent = nlohmann::json::object();
+  if (lastPushed_)
+    for (const auto& [rc, inv] : lastPushed_->root.inventories) lastSent[rc] = inv.reserved;
+  out["lastSent"] = std::move(lastSent);
+  out["lastError"] = lastError_.empty() ? nlohmann::json(nullptr) : nlohmann::json(lastError_);
+  return out;
 }
 
 }  // namespace okna::placement

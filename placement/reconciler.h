@@ -1,8 +1,10 @@
 #pragma once
-// Keeps the node's resource provider in Placement current: owns the triggers (Node and Pod
-// changes from the agent, a periodic resync), the debounce of pod-driven reservations, retries
-// with backoff while Placement or Keystone is down, readiness ("placement") and metrics. The
-// planner (desired.h) decides what; the Syncer (sync.h) applies it. One event-loop thread.
+// Keeps the node's resource provider in Placement current: owns the triggers (the plan's
+// Placement section from the agent, a periodic resync), the debounce of pod-driven reservations,
+// the reservation step, retries with backoff while Placement or Keystone is down, readiness
+// ("placement") and metrics. The planner (desired.h) decides what, run once per change by the
+// agent (agent/plan.h); the Syncer (sync.h) applies it. One event-loop thread; all waiting goes
+// through a core::Clock, so that tests drive time.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -15,7 +17,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "core/backoff.h"
+#include "core/clock.h"
 #include "core/health.h"
 #include "core/http_client.h"
 #include "core/metrics.h"
@@ -29,21 +34,27 @@ class Authenticator;
 
 class Reconciler {
  public:
-  /** Production: credentials from config (clouds.yaml or inline), HTTP through `http`. */
+  /** Production: credentials from config (clouds.yaml or inline), HTTP through `http`. `clock`
+   *  (default: the real one) drives the debounce, backoff and resync. */
   Reconciler(boost::asio::io_context& io, core::HttpClient& http, PlacementConfig config,
-             core::MetricsRegistry& metrics, core::HealthRegistry& health);
+             core::MetricsRegistry& metrics, core::HealthRegistry& health,
+             core::Clock* clock = nullptr);
   /** Tests: an Api of the caller's (a fake Placement). */
   Reconciler(boost::asio::io_context& io, Api& api, PlacementConfig config,
-             core::MetricsRegistry& metrics, core::HealthRegistry& health);
+             core::MetricsRegistry& metrics, core::HealthRegistry& health,
+             core::Clock* clock = nullptr);
   ~Reconciler();
   Reconciler(const Reconciler&) = delete;
   Reconciler& operator=(const Reconciler&) = delete;
 
+  /** The node this agent runs for (closing needs it even without a Placement plan). */
+  void setNode(const std::string& name, const std::string& uid);
   /**
-   * The node and its pods changed (call after every change; bursts are cheap). Nothing is sent
-   * before the pods have synced: a reservation computed from half the pods would be too small.
+   * The plan's Placement section, from the node and ALL its pods (call after every change;
+   * bursts are cheap). The agent hands it only once the pods have synced: a reservation computed
+   * from half the pods would be too small. Pod-driven reservation moves are debounced.
    */
-  void update(const k8s::NodeInfo& node, const std::vector<k8s::PodInfo>& pods, bool podsSynced);
+  void update(const DesiredProviderTree& desired);
   /**
    * Whether the node has the compute role. true: manage the provider. false (also the first call
    * on a node that never had the role): the node is not a hypervisor, so its provider, when it
@@ -51,6 +62,7 @@ class Reconciler {
    * and the VMs' allocations stay). Each change starts from a fresh read of the server.
    */
   void setActive(bool computeRole);
+  const PlacementConfig& config() const { return config_; }
   /** Stops pushing for good; the provider is left as it is. */
   void stop();
   /**
@@ -73,15 +85,22 @@ class Reconciler {
   const SyncCounters& counters() const;
   /** True while a pass is pending or running. */
   bool busy() const { return pending_ || running_; }
+  /** What this applier does about the plan, for /debug/plan: {"mode", "pending", "dueInMs",
+   *  "heldBackByStep", "heldBack": {class: {"wanted", "sent"}}, "lastSent": {class: reserved},
+   *  "lastError"}. */
+  nlohmann::json debugJson() const;
 
  private:
   Reconciler(boost::asio::io_context& io, PlacementConfig config, core::MetricsRegistry& metrics,
-             core::HealthRegistry& health);
+             core::HealthRegistry& health, core::Clock* clock);
   void start();
   void trigger(std::chrono::milliseconds delay);
   Task<void> run(std::shared_ptr<bool> alive);
   /** `desired` with reservations that moved less than the step held at the last sent value. */
   DesiredProviderTree applyStep(const DesiredProviderTree& desired);
+  /** The same, without counting; the classes held back go to `heldClasses`. */
+  DesiredProviderTree stepped(const DesiredProviderTree& desired,
+                              std::vector<std::string>* heldClasses) const;
   enum class Mode { Idle, Manage, Close };
   void afterPass(Mode mode, const core::Status& status, const DesiredProviderTree& sent);
   void afterManagePass(const DesiredProviderTree& sent);
@@ -94,6 +113,8 @@ class Reconciler {
   PlacementConfig config_;
   core::MetricsRegistry& metrics_;
   core::HealthRegistry& health_;
+  std::unique_ptr<core::Clock> ownedClock_;
+  core::Clock* clock_;
   // Production wiring (empty in tests).
   std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<Api> ownedApi_;
@@ -117,22 +138,23 @@ class Reconciler {
   std::string nodeUid_;
   std::optional<DesiredProviderTree> desired_;
   std::optional<DesiredProviderTree> lastPushed_;
-  std::vector<std::string> lastWarnings_;
   std::string lastError_;
   EventSink events_;
   // Conditions already reported as Events (reason + message).
   std::set<std::string> eventsSent_;
 
-  // The worker: one coroutine, woken through `wake_`; `pending_` + `due_` say when to run.
+  // The worker: one coroutine, woken through `wake_` (an event: it never expires by itself);
+  // `pending_` + `due_` say when to run, and `dueTimer_` wakes it then.
   boost::asio::steady_timer wake_;
-  boost::asio::steady_timer resync_;
+  std::unique_ptr<core::Timer> dueTimer_;
+  std::unique_ptr<core::Timer> resync_;
   bool resyncArmed_ = false;
   // Retries of refused child deletions, on their own backoff.
-  boost::asio::steady_timer deletionRetry_;
+  std::unique_ptr<core::Timer> deletionRetry_;
   core::Backoff deletionBackoff_;
   bool deletionRetryArmed_ = false;
   // Restarts the worker after an exception escaped it.
-  boost::asio::steady_timer restart_;
+  std::unique_ptr<core::Timer> restart_;
   unsigned workerCrashes_ = 0;
   bool loopRunning_ = false;
   bool pending_ = false;

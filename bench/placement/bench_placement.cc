@@ -11,6 +11,7 @@
 #include "core/curl_http_client.h"
 #include "core/logging.h"
 #include "placement/reconciler.h"
+#include "tests/fakes/placement_plan.h"
 #include "tests/integration/placement/counting_http_client.h"
 #include "tests/integration/placement/harness.h"
 
@@ -99,7 +100,7 @@ int main(int argc, char** argv) {
   };
 
   size_t mark = counting.size();
-  agent->update(node, pods, true);
+  okna::testing::planAndUpdate(*agent, node, pods);
   waitPass(1);
   rows.push_back({"first registration (root + 2 hugepage children, traits)", 1,
                   counting.size() - mark, summary(counting, mark)});
@@ -108,7 +109,7 @@ int main(int argc, char** argv) {
   const auto steadyEnd = std::chrono::steady_clock::now() + std::chrono::seconds(steadySeconds);
   size_t updates = 0;
   while (std::chrono::steady_clock::now() < steadyEnd) {
-    agent->update(node, pods, true);  // a pod status change: same requests
+    okna::testing::planAndUpdate(*agent, node, pods);  // a pod status change: same requests
     ++updates;
     testing::runFor(io, 50ms);
   }
@@ -124,7 +125,7 @@ int main(int argc, char** argv) {
     } else {
       pods.pop_back();
     }
-    agent->update(node, pods, true);
+    okna::testing::planAndUpdate(*agent, node, pods);
     waitPass(++passes);
   }
   rows.push_back({"pod change above the step, one per window (arrive/leave)",
@@ -133,7 +134,7 @@ int main(int argc, char** argv) {
   mark = counting.size();
   for (int i = 0; i < 50; ++i) {
     pods.push_back(testing::makePod(name, "burst-" + std::to_string(i), "50m", "16Mi"));
-    agent->update(node, pods, true);
+    okna::testing::planAndUpdate(*agent, node, pods);
   }
   waitPass(++passes);
   rows.push_back({"burst of 50 pod changes inside one window", 50, counting.size() - mark,
@@ -142,7 +143,7 @@ int main(int argc, char** argv) {
   mark = counting.size();
   for (int i = 0; i < changes; ++i) {
     pods.push_back(testing::makePod(name, "tiny-" + std::to_string(i), "0", "8Mi"));
-    agent->update(node, pods, true);
+    okna::testing::planAndUpdate(*agent, node, pods);
     testing::runFor(io, std::chrono::milliseconds(debounceMs + 100));
   }
   rows.push_back({"pod changes below the step (8 MiB each, cumulative 160 MiB)",
@@ -156,7 +157,7 @@ int main(int argc, char** argv) {
   op.call("PUT", "/allocations/" + testing::randomUuid(), alloc, "1.28");
   mark = counting.size();
   pods.push_back(testing::makePod(name, "after-vm", "2", "1Gi"));
-  agent->update(node, pods, true);
+  okna::testing::planAndUpdate(*agent, node, pods);
   waitPass(++passes);
   rows.push_back({"pod change after an allocation (409 then retry)", 1, counting.size() - mark,
                   summary(counting, mark)});
@@ -166,7 +167,7 @@ int main(int argc, char** argv) {
   agent = std::make_unique<placement::Reconciler>(io, counting, config, metrics, health);
   agent->setActive(true);
   mark = counting.size();
-  agent->update(node, pods, true);
+  okna::testing::planAndUpdate(*agent, node, pods);
   waitPass(1);
   rows.push_back({"agent restart, provider already up to date", 1, counting.size() - mark,
                   summary(counting, mark)});
@@ -181,7 +182,7 @@ int main(int argc, char** argv) {
   updates = 0;
   const auto closedEnd = std::chrono::steady_clock::now() + std::chrono::seconds(steadySeconds);
   while (std::chrono::steady_clock::now() < closedEnd) {
-    agent->update(node, pods, true);
+    okna::testing::planAndUpdate(*agent, node, pods);
     ++updates;
     testing::runFor(io, 50ms);
   }

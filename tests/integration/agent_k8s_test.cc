@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -261,6 +262,34 @@ TEST_F(AgentK8sTest, ApiServerRestartAsARealOneIsFollowedByACachedRelist) {
                 .status,
             200);
   EXPECT_TRUE(waitFor([&] { return hasRole(*agent, "provisioning"); }, 10s)) << agent->log();
+}
+
+// The plan is computed once and shown as it is: the live /debug/plan without its "appliers" is
+// what --dry-run prints for the same Node and Pods (here with Placement planned: the reservation
+// from the pods), and the appliers' own state sits next to it.
+TEST_F(AgentK8sTest, LivePlanWithoutTheAppliersIsTheDryRunOfTheSameNodeAndPods) {
+  std::string config = kConfig;
+  config.replace(config.find("placement: {enabled: false}"), 27,
+                 "placement: {cloud: okc9-no-such-cloud}");
+  auto agent = startAgent(config);
+  ASSERT_TRUE(waitFor([&] { return agent->plan().contains("placement"); }, 20s)) << agent->log();
+  json live = agent->plan();
+  ASSERT_TRUE(live.contains("appliers")) << live.dump(2);
+  EXPECT_EQ(live["appliers"]["placement"]["waitingForPods"], false);
+  EXPECT_EQ(live["appliers"]["placement"]["mode"], "idle") << "no credentials: never active";
+  live.erase("appliers");
+
+  const std::string out = server_->dir() + "/dry-run.json";
+  const std::string command = std::string(OKNA_BINARY_DIR) +
+                              "/agent/openkeel-node-agent --dry-run --config " + server_->dir() +
+                              "/agent.yaml --node-file " + kData + "/lab-1.node.yaml --pods-file " +
+                              kData + "/lab-1.pods.json --output json > " + out;
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  std::ifstream in(out);
+  const json dryRun = json::parse(in);
+  EXPECT_EQ(dryRun["placement"]["inventories"]["VCPU"]["reserved"],
+            live["placement"]["inventories"]["VCPU"]["reserved"]);
+  EXPECT_EQ(live, dryRun) << "live:\n" << live.dump(2) << "\ndry run:\n" << dryRun.dump(2);
 }
 
 TEST_F(AgentK8sTest, SigtermStopsCleanly) {

@@ -315,8 +315,8 @@ TEST_F(AgentMetadataTest, DryRunListsWhatItWouldCreateKeepAndRemoveAndWritesNoth
   ASSERT_EQ(md["namespaces"].size(), 1u) << md.dump(2);
   EXPECT_EQ(md["namespaces"][0]["action"], "keep");
   EXPECT_EQ(md["remove"], nlohmann::json::array());
-  // The live agent's view of the same, on /debug/plan.
-  const auto live = agent_->plan()["metadata"]["live"];
+  // The live agent's view of the same, on /debug/plan (what the metadata applier does).
+  const auto live = agent_->plan()["appliers"]["metadata"];
   ASSERT_EQ(live["networks"].size(), 1u) << live.dump(2);
   EXPECT_EQ(live["networks"][0]["state"], "serving");
   EXPECT_EQ(live["southbound"], "synced");

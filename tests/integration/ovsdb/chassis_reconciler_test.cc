@@ -9,6 +9,7 @@
 #include "core/health.h"
 #include "core/metrics.h"
 #include "ovsdb/ownership.h"
+#include "tests/fakes/chassis_plan.h"
 #include "tests/integration/ovsdb/ovs_test_util.h"
 
 namespace okna::ovsdb {
@@ -93,7 +94,7 @@ TEST_F(ChassisReconcilerTest, EachInputAppliedAndRemovedLiveForeignStateUntouche
   EXPECT_FALSE(ready());
 
   // Network role + zone.
-  r->update(node({{"topology.kubernetes.io/zone", "az1"}}), {"network"});
+  okna::testing::planAndUpdate(*r, node({{"topology.kubernetes.io/zone", "az1"}}), {"network"});
   ASSERT_TRUE(loop_.runUntil([&] {
     return externalId(*ovs_, "ovn-cms-options") ==
            kForeignCms + ",enable-chassis-as-gw,availability-zones=az1";
@@ -101,10 +102,11 @@ TEST_F(ChassisReconcilerTest, EachInputAppliedAndRemovedLiveForeignStateUntouche
   ASSERT_TRUE(loop_.runUntil([&] { return ready(); }));
 
   // Bridge mappings (label encoding) and the external NIC.
-  r->update(node({{"topology.kubernetes.io/zone", "az1"},
-                  {kBridgeMappingsKey, "physnet1_cbr-ex_sphysnet2_cbr-vlan"},
-                  {kExternalNicKey, "bond1"}}),
-            {"network"});
+  okna::testing::planAndUpdate(*r,
+                               node({{"topology.kubernetes.io/zone", "az1"},
+                                     {kBridgeMappingsKey, "physnet1_cbr-ex_sphysnet2_cbr-vlan"},
+                                     {kExternalNicKey, "bond1"}}),
+                               {"network"});
   ASSERT_TRUE(loop_.runUntil([&] {
     return externalId(*ovs_, "ovn-bridge-mappings") == "physnet1:br-ex,physnet2:br-vlan" &&
            ports(*ovs_, "br-ex") == Strings{"bond1"} && bridgeExists(*ovs_, "br-vlan");
@@ -114,24 +116,26 @@ TEST_F(ChassisReconcilerTest, EachInputAppliedAndRemovedLiveForeignStateUntouche
   EXPECT_EQ(ovs_->vsctl({"get", "Bridge", "br-vlan", "datapath_type"}), "netdev");
 
   // The zone changes: replaced in place.
-  r->update(node({{"topology.kubernetes.io/zone", "az2"},
-                  {kBridgeMappingsKey, "physnet1_cbr-ex_sphysnet2_cbr-vlan"},
-                  {kExternalNicKey, "bond1"}}),
-            {"network"});
+  okna::testing::planAndUpdate(*r,
+                               node({{"topology.kubernetes.io/zone", "az2"},
+                                     {kBridgeMappingsKey, "physnet1_cbr-ex_sphysnet2_cbr-vlan"},
+                                     {kExternalNicKey, "bond1"}}),
+                               {"network"});
   ASSERT_TRUE(loop_.runUntil([&] {
     return externalId(*ovs_, "ovn-cms-options") ==
            kForeignCms + ",enable-chassis-as-gw,availability-zones=az2";
   }));
 
   // The NIC label goes: only the port goes.
-  r->update(node({{"topology.kubernetes.io/zone", "az2"},
-                  {kBridgeMappingsKey, "physnet1_cbr-ex_sphysnet2_cbr-vlan"}}),
-            {"network"});
+  okna::testing::planAndUpdate(*r,
+                               node({{"topology.kubernetes.io/zone", "az2"},
+                                     {kBridgeMappingsKey, "physnet1_cbr-ex_sphysnet2_cbr-vlan"}}),
+                               {"network"});
   ASSERT_TRUE(loop_.runUntil([&] { return ports(*ovs_, "br-ex").empty(); }));
   EXPECT_TRUE(bridgeExists(*ovs_, "br-ex"));
 
   // Everything goes (drain timeout 0): exactly the starting external_ids, our bridges gone.
-  r->update(node({}), {"compute"});
+  okna::testing::planAndUpdate(*r, node({}), {"compute"});
   ASSERT_TRUE(loop_.runUntil([&] { return externalIds(*ovs_) == before; }))
       << nlohmann::json(externalIds(*ovs_)).dump();
   ASSERT_TRUE(loop_.runUntil([&] { return !bridgeExists(*ovs_, "br-ex"); }));
@@ -144,7 +148,7 @@ TEST_F(ChassisReconcilerTest, EachInputAppliedAndRemovedLiveForeignStateUntouche
 
 TEST_F(ChassisReconcilerTest, ForeignWritesDuringOperationSurvive) {
   auto r = make();
-  r->update(node({}, {{kBridgeMappingsKey, "physnet1:br-ex"}}), {"network"});
+  okna::testing::planAndUpdate(*r, node({}, {{kBridgeMappingsKey, "physnet1:br-ex"}}), {"network"});
   ASSERT_TRUE(loop_.runUntil([&] { return ready(); }));
   // Another writer appends to both lists and adds its own key while the agent runs.
   ovs_->vsctl({"set", "Open_vSwitch", ".",
@@ -153,7 +157,7 @@ TEST_F(ChassisReconcilerTest, ForeignWritesDuringOperationSurvive) {
                "external_ids:ovn-bridge-mappings=\"physnet1:br-ex,physnet9:br-op\"",
                "external_ids:late-key=\"a,b=c\""});
   loop_.runFor(std::chrono::milliseconds(300));
-  r->update(node({}), {});
+  okna::testing::planAndUpdate(*r, node({}), {});
   ASSERT_TRUE(loop_.runUntil([&] {
     return externalId(*ovs_, "ovn-cms-options") == kForeignCms + ",late-item" &&
            externalId(*ovs_, "ovn-bridge-mappings") == "physnet9:br-op";
@@ -164,7 +168,7 @@ TEST_F(ChassisReconcilerTest, ForeignWritesDuringOperationSurvive) {
 
 TEST_F(ChassisReconcilerTest, DriftIsRepaired) {
   auto r = make();
-  r->update(node({{kExternalNicKey, "bond1"}}), {"network"});
+  okna::testing::planAndUpdate(*r, node({{kExternalNicKey, "bond1"}}), {"network"});
   ASSERT_TRUE(loop_.runUntil([&] { return ports(*ovs_, "br-ex") == Strings{"bond1"}; }));
   // An operator deletes our port and our item behind the agent's back.
   ovs_->vsctl({"del-port", "br-ex", "bond1"});
@@ -183,7 +187,7 @@ TEST_F(ChassisReconcilerTest, DriftIsRepaired) {
 TEST_F(ChassisReconcilerTest, StateIsReassertedAfterTheServerIsKilledAndRestarted) {
   auto r = make();
   const auto labels = k8s::StringMap{{kBridgeMappingsKey, "physnet1_cbr-ex"}};
-  r->update(node(labels), {"network"});
+  okna::testing::planAndUpdate(*r, node(labels), {"network"});
   ASSERT_TRUE(loop_.runUntil([&] { return ready(); }));
   ovs_->restartWithEmptyDatabase();
   ASSERT_TRUE(loop_.runUntil([&] {
@@ -210,8 +214,9 @@ TEST_F(ChassisReconcilerTest, OwnershipSurvivesANewAgentProcess) {
   ovs_->vsctl({"add-br", "br-ex", "--", "add-port", "br-ex", "eth9"});
   {
     auto first = make();
-    first->update(node({{kExternalNicKey, "bond1"}}, {{kBridgeMappingsKey, "physnet1:br-ex"}}),
-                  {"network"});
+    okna::testing::planAndUpdate(
+        *first, node({{kExternalNicKey, "bond1"}}, {{kBridgeMappingsKey, "physnet1:br-ex"}}),
+        {"network"});
     ASSERT_TRUE(loop_.runUntil([&] { return ports(*ovs_, "br-ex") == Strings{"bond1", "eth9"}; }));
     ASSERT_TRUE(loop_.runUntil(
         [&] { return first->snapshot() && first->snapshot()->convergedGeneration > 0; }));
@@ -222,7 +227,7 @@ TEST_F(ChassisReconcilerTest, OwnershipSurvivesANewAgentProcess) {
   EXPECT_EQ(record->ports, (std::vector<std::pair<std::string, std::string>>{{"br-ex", "bond1"}}));
 
   auto second = make();
-  second->update(node({}), {"compute"});
+  okna::testing::planAndUpdate(*second, node({}), {"compute"});
   ASSERT_TRUE(loop_.runUntil([&] { return ports(*ovs_, "br-ex") == Strings{"eth9"}; }));
   ASSERT_TRUE(loop_.runUntil([&] { return !externalId(*ovs_, kOwnershipKey); }));
   EXPECT_TRUE(bridgeExists(*ovs_, "br-ex"));
@@ -232,8 +237,9 @@ TEST_F(ChassisReconcilerTest, OwnershipSurvivesANewAgentProcess) {
 
 TEST_F(ChassisReconcilerTest, InvalidMappingsApplyNothingForThatKeyAndWarn) {
   auto r = make();
-  r->update(node({{kExternalNicKey, "bond1"}}, {{kBridgeMappingsKey, "physnet1:br-ex,physnet2"}}),
-            {"network"});
+  okna::testing::planAndUpdate(
+      *r, node({{kExternalNicKey, "bond1"}}, {{kBridgeMappingsKey, "physnet1:br-ex,physnet2"}}),
+      {"network"});
   ASSERT_TRUE(loop_.runUntil([&] { return ready(); }));
   EXPECT_FALSE(externalId(*ovs_, "ovn-bridge-mappings"));
   // The other keys follow their own inputs: the NIC goes on the default bridge.
@@ -248,13 +254,15 @@ TEST_F(ChassisReconcilerTest, InvalidMappingsApplyNothingForThatKeyAndWarn) {
 TEST_F(ChassisReconcilerTest, MalformedInputsKeepWhatIsAppliedAndSaySoInReadiness) {
   auto r = make();
   const k8s::StringMap labels{{kExternalNicKey, "bond1"}, {"topology.kubernetes.io/zone", "az1"}};
-  r->update(node(labels, {{kBridgeMappingsKey, "physnet1:br-ex"}}), {"network"});
+  okna::testing::planAndUpdate(*r, node(labels, {{kBridgeMappingsKey, "physnet1:br-ex"}}),
+                               {"network"});
   ASSERT_TRUE(loop_.runUntil([&] {
     return externalId(*ovs_, "ovn-bridge-mappings") == "physnet1:br-ex" &&
            ports(*ovs_, "br-ex") == Strings{"bond1"} && ready();
   }));
   // Typos in all three inputs at once.
-  r->update(
+  okna::testing::planAndUpdate(
+      *r,
       node({{kExternalNicKey, "bond1-with-a-long-name"}, {"topology.kubernetes.io/zone", "a,b"}},
            {{kBridgeMappingsKey, "physnet1:br-ex,physnet2"}}),
       {"network"});
@@ -269,9 +277,11 @@ TEST_F(ChassisReconcilerTest, MalformedInputsKeepWhatIsAppliedAndSaySoInReadines
   EXPECT_NE(detail.find("InvalidExternalNic"), std::string::npos) << detail;
   EXPECT_NE(detail.find("InvalidZone"), std::string::npos) << detail;
   // Fixed: the new values apply and the detail clears.
-  r->update(node({{kExternalNicKey, "bond2"}, {"topology.kubernetes.io/zone", "az2"}},
-                 {{kBridgeMappingsKey, "physnet2:br-vlan"}}),
-            {"network"});
+  okna::testing::planAndUpdate(
+      *r,
+      node({{kExternalNicKey, "bond2"}, {"topology.kubernetes.io/zone", "az2"}},
+           {{kBridgeMappingsKey, "physnet2:br-vlan"}}),
+      {"network"});
   ASSERT_TRUE(loop_.runUntil([&] {
     return externalId(*ovs_, "ovn-bridge-mappings") == "physnet2:br-vlan" &&
            ports(*ovs_, "br-vlan") == Strings{"bond2"} && !bridgeExists(*ovs_, "br-ex");
@@ -283,7 +293,7 @@ TEST_F(ChassisReconcilerTest, BridgesFollowOvnBridgeDatapathTypeAndAreRepaired) 
   ovs_->vsctl({"set", "Open_vSwitch", ".", "external_ids:ovn-bridge-datapath-type=netdev"});
   ovs_->vsctl({"set", "Bridge", "br-int", "datapath_type=system"});
   auto r = make();
-  r->update(node({}, {{kBridgeMappingsKey, "physnet1:br-ex"}}), {"network"});
+  okna::testing::planAndUpdate(*r, node({}, {{kBridgeMappingsKey, "physnet1:br-ex"}}), {"network"});
   ASSERT_TRUE(loop_.runUntil([&] { return bridgeExists(*ovs_, "br-ex") && converged(*r); }));
   EXPECT_EQ(ovs_->vsctl({"get", "Bridge", "br-ex", "datapath_type"}), "netdev");
   // Someone changes the agent's bridge: repaired.
@@ -296,7 +306,8 @@ TEST_F(ChassisReconcilerTest, BridgesFollowOvnBridgeDatapathTypeAndAreRepaired) 
 TEST_F(ChassisReconcilerTest, NoBridgeForAMappingAForeignEntryBlocks) {
   ovs_->vsctl({"set", "Open_vSwitch", ".", "external_ids:ovn-bridge-mappings=\"physnet1:br-op\""});
   auto r = make();
-  r->update(node({}, {{kBridgeMappingsKey, "physnet1:br-ex,physnet2:br-vlan"}}), {"network"});
+  okna::testing::planAndUpdate(
+      *r, node({}, {{kBridgeMappingsKey, "physnet1:br-ex,physnet2:br-vlan"}}), {"network"});
   ASSERT_TRUE(loop_.runUntil([&] { return converged(*r) && bridgeExists(*ovs_, "br-vlan"); }));
   EXPECT_FALSE(bridgeExists(*ovs_, "br-ex"));
   EXPECT_EQ(externalId(*ovs_, "ovn-bridge-mappings"), "physnet1:br-op,physnet2:br-vlan");

@@ -14,6 +14,7 @@
 #include "core/metrics.h"
 #include "k8s/events.h"
 #include "ovsdb/chassis_reconciler.h"
+#include "tests/fakes/chassis_plan.h"
 #include "tests/fakes/fake_http_client.h"
 #include "tests/fixtures/ovn/ovn_chassis_fixture.h"
 #include "tests/integration/ovsdb/ovs_test_util.h"
@@ -183,7 +184,7 @@ TEST(GatewayFailoverEndToEnd, FlagFirstMappingsKeptUntilTheGatewayLeftThenRemove
   };
 
   // A gateway: the flag reaches the SB Chassis, ovn-controller claims the gateway port here.
-  agent.update(node, {"network"});
+  okna::testing::planAndUpdate(agent, node, {"network"});
   ASSERT_TRUE(
       loop.runUntil([&] { return sbFlagHere() && networkHere() && crChassis() == here; }, 60s))
       << "flag in SB " << sbFlagHere() << ", cr-lrp-ext on " << crChassis();
@@ -193,7 +194,7 @@ TEST(GatewayFailoverEndToEnd, FlagFirstMappingsKeptUntilTheGatewayLeftThenRemove
   k8s::NodeInfo plain = node;
   plain.labels = {{"topology.kubernetes.io/zone", "az1"}};
   plain.annotations.clear();
-  agent.update(plain, {"compute"});
+  okna::testing::planAndUpdate(agent, plain, {"compute"});
 
   bool flagGoneWithNetworkHere = false;
   bool mappingsRemovedWhileBound = false;
@@ -248,7 +249,7 @@ TEST(OvsVswitchdFailures, AMissingExternalNicIsReportedNotReadyMetricAndEvent) {
   node.name = "net-1";
   node.labels = {{kExternalNicKey, "okfnosuch0"}};
   node.annotations = {{kBridgeMappingsKey, "physnet1:br-ex"}};
-  agent.update(node, {"network"});
+  okna::testing::planAndUpdate(agent, node, {"network"});
 
   const auto ovsdbCheck = [&] {
     for (const auto& c : health.readiness())
@@ -274,7 +275,7 @@ TEST(OvsVswitchdFailures, AMissingExternalNicIsReportedNotReadyMetricAndEvent) {
   must(chassis.in_hv({"ip", "link", "add", "okfext1", "type", "veth", "peer", "name", "okfext1p"}),
        "ip link add");
   node.labels = {{kExternalNicKey, "okfext1"}};
-  agent.update(node, {"network"});
+  okna::testing::planAndUpdate(agent, node, {"network"});
   ASSERT_TRUE(loop.runUntil([&] { return ovsdbCheck().ok; }, 30s)) << ovsdbCheck().detail;
   EXPECT_EQ(okna::testing::metricValue(metrics.render(), "okna_ovsdb_failed_interfaces"), 0);
   agent.stop();

@@ -9,6 +9,7 @@
 #include "core/metrics.h"
 #include "metadata/planner.h"
 #include "ovsdb/chassis_reconciler.h"
+#include "tests/fakes/chassis_plan.h"
 #include "tests/integration/ovsdb/ovs_test_util.h"
 
 namespace okna::ovsdb {
@@ -77,7 +78,7 @@ class MetadataViewTest : public ::testing::Test {
     r_ = std::make_unique<ChassisReconciler>(io_, c, metrics_, health_, nullptr);
     k8s::NodeInfo n;
     n.name = "cmp-1";
-    r_->update(n, {"compute"});
+    okna::testing::planAndUpdate(*r_, n, {"compute"});
     DesiredMetadataOvs d;
     d.enabled = true;
     r_->submitMetadata(d);

@@ -11,6 +11,7 @@
 #include "core/curl_http_client.h"
 #include "placement/keystone.h"
 #include "placement/reconciler.h"
+#include "tests/fakes/placement_plan.h"
 #include "tests/integration/placement/counting_http_client.h"
 #include "tests/integration/placement/harness.h"
 
@@ -78,11 +79,11 @@ class KeystoneIT : public ::testing::Test {
     auto r = std::make_unique<Reconciler>(io_, counting_, std::move(c), metrics_, health_);
     r->setActive(true);
     auto node = testing::makeNode(name_, uid_);
-    r->update(node, {testing::makePod(name_, "a", "1", "1Gi")}, true);
+    okna::testing::planAndUpdate(*r, node, {testing::makePod(name_, "a", "1", "1Gi")});
     ASSERT_TRUE(testing::runUntil(io_, [&] { return r->successfulPasses() >= 1 && !r->busy(); }))
         << "failed passes: " << r->failedPasses() << " " << health_.readiness().at(0).detail;
     // Another push with the same token: one token request in all.
-    r->update(node, {testing::makePod(name_, "a", "3", "1Gi")}, true);
+    okna::testing::planAndUpdate(*r, node, {testing::makePod(name_, "a", "3", "1Gi")});
     ASSERT_TRUE(testing::runUntil(io_, [&] { return r->successfulPasses() >= 2 && !r->busy(); }));
     EXPECT_EQ(counting_.count("POST /v3/auth/tokens"), 1u);
     // Placement was found in the catalog (the fixture registered it there).
@@ -141,7 +142,7 @@ TEST_F(KeystoneIT, WrongPasswordIsNotReadyWithAClearReason) {
   c.auth.projectName = "admin";
   Reconciler r(io_, counting_, c, metrics_, health_);
   r.setActive(true);
-  r.update(testing::makeNode(name_, uid_), {}, true);
+  okna::testing::planAndUpdate(r, testing::makeNode(name_, uid_), {});
   ASSERT_TRUE(testing::runUntil(io_, [&] { return r.failedPasses() >= 1; }));
   const std::string detail = health_.readiness().at(0).detail;
   EXPECT_NE(detail.find("token request failed: HTTP 401"), std::string::npos) << detail;

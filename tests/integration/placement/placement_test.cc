@@ -6,6 +6,7 @@
 
 #include "core/curl_http_client.h"
 #include "placement/reconciler.h"
+#include "tests/fakes/placement_plan.h"
 #include "tests/integration/placement/counting_http_client.h"
 #include "tests/integration/placement/harness.h"
 
@@ -92,8 +93,8 @@ std::string* PlacementIT::url_ = nullptr;
 
 TEST_F(PlacementIT, ProviderInventoriesAndNestedHugepages) {
   auto r = agent();
-  r->update(node_, {makePod(name_, "ds", "1500m", "1Gi"), makePod(name_, "vm", "2", "4Gi", true)},
-            true);
+  okna::testing::planAndUpdate(
+      *r, node_, {makePod(name_, "ds", "1500m", "1Gi"), makePod(name_, "vm", "2", "4Gi", true)});
   ASSERT_TRUE(pushed(*r, 1));
   EXPECT_TRUE(health_.ready());
 
@@ -128,12 +129,12 @@ TEST_F(PlacementIT, ProviderInventoriesAndNestedHugepages) {
 TEST_F(PlacementIT, BurstIsOnePutAndBelowStepIsNone) {
   auto r = agent();
   std::vector<k8s::PodInfo> pods{makePod(name_, "base", "1", "1Gi")};
-  r->update(node_, pods, true);
+  okna::testing::planAndUpdate(*r, node_, pods);
   ASSERT_TRUE(pushed(*r, 1));
 
   // Steady state: updates with nothing new send nothing.
   size_t mark = counting_.size();
-  for (int i = 0; i < 10; ++i) r->update(node_, pods, true);
+  for (int i = 0; i < 10; ++i) okna::testing::planAndUpdate(*r, node_, pods);
   testing::runFor(io_, 500ms);
   EXPECT_EQ(counting_.size(), mark) << "steady state";
 
@@ -141,7 +142,7 @@ TEST_F(PlacementIT, BurstIsOnePutAndBelowStepIsNone) {
   mark = counting_.size();
   for (int i = 0; i < 50; ++i) {
     pods.push_back(makePod(name_, "job-" + std::to_string(i), "100m", "32Mi"));
-    r->update(node_, pods, true);
+    okna::testing::planAndUpdate(*r, node_, pods);
   }
   ASSERT_TRUE(pushed(*r, 2));
   EXPECT_EQ(counting_.count("PUT /resource_providers/" + uid_ + "/inventories", mark), 1u);
@@ -151,7 +152,7 @@ TEST_F(PlacementIT, BurstIsOnePutAndBelowStepIsNone) {
   // A change below the step (64 MiB < 256 MiB, CPUs unchanged once rounded): nothing sent.
   mark = counting_.size();
   pods.push_back(makePod(name_, "small", "0", "64Mi"));
-  r->update(node_, pods, true);
+  okna::testing::planAndUpdate(*r, node_, pods);
   testing::runFor(io_, 600ms);
   EXPECT_EQ(counting_.size(), mark);
   EXPECT_EQ(inventories(uid_)["MEMORY_MB"]["reserved"], 1024 + 50 * 32);
@@ -159,7 +160,7 @@ TEST_F(PlacementIT, BurstIsOnePutAndBelowStepIsNone) {
 
 TEST_F(PlacementIT, ConcurrentWriterConflictIsRetried) {
   auto r = agent();
-  r->update(node_, {makePod(name_, "a", "1", "1Gi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {makePod(name_, "a", "1", "1Gi")});
   ASSERT_TRUE(pushed(*r, 1));
   // A VM is scheduled on the node (as Nova would): the provider generation moves.
   const json alloc{{"allocations", {{uid_, {{"resources", {{"VCPU", 2}, {"MEMORY_MB", 2048}}}}}}},
@@ -168,7 +169,7 @@ TEST_F(PlacementIT, ConcurrentWriterConflictIsRetried) {
                    {"consumer_generation", nullptr}};
   ASSERT_EQ(op_.call("PUT", "/allocations/" + testing::randomUuid(), alloc, "1.28").status, 204);
   const size_t mark = counting_.size();
-  r->update(node_, {makePod(name_, "a", "3", "3Gi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {makePod(name_, "a", "3", "3Gi")});
   ASSERT_TRUE(pushed(*r, 2));
   EXPECT_GE(r->counters().conflicts, 1u);
   EXPECT_EQ(r->failedPasses(), 0u);
@@ -183,7 +184,7 @@ TEST_F(PlacementIT, TraitsFromLabelsAndTheOperatorsTraitSurvivesRestart) {
                   {"cpu-feature.node.kubevirt.io/sse4.2", "true"},
                   {"cpu-feature.node.kubevirt.io/not-a-cpu-feature", "true"}};
   auto r = agent();
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(pushed(*r, 1));
   EXPECT_EQ(traits(uid_),
             (std::set<std::string>{"COMPUTE_NODE", "CUSTOM_IT_AGENT", "HW_CPU_X86_SSE42"}));
@@ -196,14 +197,14 @@ TEST_F(PlacementIT, TraitsFromLabelsAndTheOperatorsTraitSurvivesRestart) {
 
   // The node is cordoned, then the agent restarts.
   node_.unschedulable = true;
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(
       testing::runUntil(io_, [&] { return traits(uid_).count("COMPUTE_STATUS_DISABLED") == 1; }));
   r.reset();
   r = agent();
   node_.labels.erase("trait.openkeel.io/CUSTOM_IT_AGENT");
   node_.unschedulable = false;
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(pushed(*r, 1));
   EXPECT_EQ(traits(uid_),
             (std::set<std::string>{"COMPUTE_NODE", "CUSTOM_IT_OPERATOR", "HW_CPU_X86_SSE42"}));
@@ -211,14 +212,14 @@ TEST_F(PlacementIT, TraitsFromLabelsAndTheOperatorsTraitSurvivesRestart) {
 
 TEST_F(PlacementIT, NodeRecreatedIsReportedNotAdopted) {
   auto r = agent();
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(pushed(*r, 1));
   r.reset();
   // Same name, new uid: the old provider stays, nothing is created.
   const std::string newUid = testing::randomUuid();
   node_.uid = newUid;
   r = agent();
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(testing::runUntil(io_, [&] { return r->failedPasses() >= 1; }));
   EXPECT_EQ(op_.call("GET", "/resource_providers/" + newUid).status, 404);
   EXPECT_EQ(op_.call("GET", "/resource_providers/" + uid_).status, 200);
@@ -235,12 +236,12 @@ TEST_F(PlacementIT, PlacementStoppedAndRestartedAgentCatchesUp) {
   const std::string url = testing::readFile(dir + "/url");
   testing::Operator op(io_, http_, url);
   auto r = agent(url);
-  r->update(node_, {makePod(name_, "a", "1", "1Gi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {makePod(name_, "a", "1", "1Gi")});
   ASSERT_TRUE(pushed(*r, 1));
 
   ASSERT_TRUE(testing::runScript(testing::kFixtures + "/stop.sh " + dir, dir + ".stop.out"));
   // Pods change while Placement is down: passes fail, the desired state is kept.
-  r->update(node_, {makePod(name_, "a", "4", "5Gi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {makePod(name_, "a", "4", "5Gi")});
   ASSERT_TRUE(testing::runUntil(io_, [&] { return r->failedPasses() >= 2; }));
   EXPECT_TRUE(health_.ready()) << "still ready: the first push happened, only updates are late";
 
@@ -261,13 +262,13 @@ TEST_F(PlacementIT, PlacementStoppedAndRestartedAgentCatchesUp) {
 TEST_F(PlacementIT, ConflictReReadsTheTraitsToo) {
   node_.unschedulable = true;
   auto r = agent();
-  r->update(node_, {makePod(name_, "a", "1", "1Gi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {makePod(name_, "a", "1", "1Gi")});
   ASSERT_TRUE(pushed(*r, 1));
   ASSERT_EQ(traits(uid_).count("COMPUTE_STATUS_DISABLED"), 1u);
   json t = get("/resource_providers/" + uid_ + "/traits");
   t["traits"] = json::array({"COMPUTE_NODE"});
   ASSERT_EQ(op_.call("PUT", "/resource_providers/" + uid_ + "/traits", t).status, 200);
-  r->update(node_, {makePod(name_, "a", "3", "1Gi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {makePod(name_, "a", "3", "1Gi")});
   ASSERT_TRUE(pushed(*r, 2));
   EXPECT_GE(r->counters().conflicts, 1u);
   EXPECT_EQ(inventories(uid_)["VCPU"]["reserved"], 3);
@@ -277,7 +278,7 @@ TEST_F(PlacementIT, ConflictReReadsTheTraitsToo) {
 // Seed 000 4.1: a node without the compute role is not a hypervisor.
 TEST_F(PlacementIT, LosingTheRoleClosesTheNodeRegainingItOpensIt) {
   auto r = agent();
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(pushed(*r, 1));
   const json before = inventories(uid_);
   r->setActive(false);
@@ -293,7 +294,7 @@ TEST_F(PlacementIT, LosingTheRoleClosesTheNodeRegainingItOpensIt) {
 // (resource_provider.inuse); the root is brought up to date all the same.
 TEST_F(PlacementIT, ChildInUseDoesNotHoldTheRootBack) {
   auto r = agent();
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(pushed(*r, 1));
   const std::string child = uuid5(uid_ + "/hugepages-1Gi");
   const std::string vm = testing::randomUuid();
@@ -304,7 +305,7 @@ TEST_F(PlacementIT, ChildInUseDoesNotHoldTheRootBack) {
   ASSERT_EQ(op_.call("PUT", "/allocations/" + vm, alloc, "1.28").status, 204);
   node_.allocatable.erase("hugepages-1Gi");
   node_.unschedulable = true;
-  r->update(node_, {makePod(name_, "a", "2", "1Gi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {makePod(name_, "a", "2", "1Gi")});
   ASSERT_TRUE(
       testing::runUntil(io_, [&] { return traits(uid_).count("COMPUTE_STATUS_DISABLED") == 1; }));
   EXPECT_EQ(inventories(uid_)["VCPU"]["reserved"], 2);
@@ -325,19 +326,19 @@ TEST_F(PlacementIT, ChildInUseDoesNotHoldTheRootBack) {
 // Nova's rule for allocation ratios: unset in config, a ratio set in Placement is kept.
 TEST_F(PlacementIT, HandSetRatioIsKeptUnlessConfigured) {
   auto r = agent();
-  r->update(node_, {makePod(name_, "a", "1", "1Gi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {makePod(name_, "a", "1", "1Gi")});
   ASSERT_TRUE(pushed(*r, 1));
   json inv = get("/resource_providers/" + uid_ + "/inventories");
   inv["inventories"]["VCPU"]["allocation_ratio"] = 8.0;
   ASSERT_EQ(op_.call("PUT", "/resource_providers/" + uid_ + "/inventories", inv).status, 200);
-  r->update(node_, {makePod(name_, "a", "3", "1Gi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {makePod(name_, "a", "3", "1Gi")});
   ASSERT_TRUE(pushed(*r, 2));
   EXPECT_EQ(inventories(uid_)["VCPU"]["reserved"], 3);
   EXPECT_DOUBLE_EQ(inventories(uid_)["VCPU"]["allocation_ratio"].get<double>(), 8.0);
   r.reset();
   config_.cpuAllocationRatio = 2.0;
   r = agent();
-  r->update(node_, {makePod(name_, "a", "3", "1Gi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {makePod(name_, "a", "3", "1Gi")});
   ASSERT_TRUE(pushed(*r, 1));
   EXPECT_DOUBLE_EQ(inventories(uid_)["VCPU"]["allocation_ratio"].get<double>(), 2.0);
 }
@@ -346,7 +347,7 @@ TEST_F(PlacementIT, HandSetRatioIsKeptUnlessConfigured) {
 TEST_F(PlacementIT, RootCarriesComputeNodeAndTheCapabilityTraits) {
   config_.capabilityTraits = defaultCapabilityTraits();
   auto r = agent();
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(pushed(*r, 1));
   std::set<std::string> want{"COMPUTE_NODE"};
   want.insert(config_.capabilityTraits.begin(), config_.capabilityTraits.end());

@@ -7,6 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "agent/plan.h"
+#include "core/yaml_field.h"
+
 namespace okna::agent {
 namespace {
 
@@ -90,6 +93,31 @@ TEST(DryRunTest, TextOutput) {
             std::string::npos);
   EXPECT_NE(r.out.find("  VCPU: total 15, reserved 2, allocation_ratio 4.0"), std::string::npos)
       << r.out;
+}
+
+TEST(DryRunTest, WithoutPodsFilePlacementIsPlannedFromNoPodsAndSaysSo) {
+  auto r = run({}, {kData + "/lab-1.node.yaml", "", "text"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("  VCPU: total 15, reserved 0,"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("pods on the node"), std::string::npos) << "their number is unknown";
+  EXPECT_NE(r.out.find("warning: placement: reserved is computed without the node's pods (no "
+                       "--pods-file)"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(DryRunTest, TheLiveAgentPlansNoPlacementBeforeThePodsAreKnown) {
+  // The same planner, the live agent's inputs before the pod informer has synced: no Placement
+  // section (a reservation from half the pods would be too small) and no warning about it.
+  auto doc = core::loadJsonOrYaml(kData + "/lab-1.node.yaml");
+  ASSERT_TRUE(doc.ok());
+  auto node = k8s::parseNode(*doc, "lab-1");
+  ASSERT_TRUE(node.ok());
+  const Plan plan = computePlan({}, {*node, std::nullopt});
+  EXPECT_FALSE(plan.placement);
+  EXPECT_EQ(plan.podCount, -1);
+  EXPECT_TRUE(plan.warnings.empty());
+  EXPECT_TRUE(computePlan({}, {*node, std::vector<k8s::PodInfo>{}}).placement);
 }
 
 TEST(DryRunTest, MalformedInputNamesFileAndProblem) {

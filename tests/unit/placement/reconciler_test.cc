@@ -7,7 +7,11 @@
 
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/fakes/fake_http_client.h"
+#include "tests/fakes/manual_clock.h"
+#include "tests/fakes/placement_plan.h"
 #include "tests/unit/placement/fake_placement.h"
 
 namespace okna::placement {
@@ -32,27 +36,15 @@ class ReconcilerTest : public ::testing::Test {
   ~ReconcilerTest() override { std::filesystem::remove(stateFile_); }
 
   std::unique_ptr<Reconciler> make() {
-    auto r = std::make_unique<Reconciler>(io_, fake_, config_, metrics_, health_);
+    auto r = std::make_unique<Reconciler>(io_, fake_, config_, metrics_, health_, &clock_);
     r->setActive(true);
     return r;
   }
-  // Runs the loop until `cond` holds (bounded; never a timing assertion).
-  template <typename F>
-  bool runUntil(F cond) {
-    for (int i = 0; i < 2000 && !cond(); ++i) {
-      io_.run_for(5ms);
-      if (io_.stopped()) io_.restart();
-    }
-    return cond();
-  }
-  // Runs the loop for a while (past any debounce window), for "nothing happens" checks.
-  void settle(std::chrono::milliseconds d = 400ms) {
-    const auto end = std::chrono::steady_clock::now() + d;
-    while (std::chrono::steady_clock::now() < end) {
-      io_.run_for(10ms);
-      if (io_.stopped()) io_.restart();
-    }
-  }
+  // Lives through simulated time (every timer due fires) until `cond` holds, at most a minute.
+  bool runUntil(const std::function<bool()>& cond) { return clock_.runFor(60s, cond); }
+  // Lives through exactly `d` of simulated time (past any debounce window), for "nothing
+  // happens" checks: every timer due in it has fired.
+  void settle(std::chrono::milliseconds d = 400ms) { clock_.runFor(d); }
   k8s::PodInfo pod(const std::string& name, const std::string& cpu, const std::string& memory) {
     k8s::PodInfo p;
     p.namespace_ = "infra";
@@ -71,6 +63,7 @@ class ReconcilerTest : public ::testing::Test {
   }
 
   boost::asio::io_context io_;
+  testing::ManualClock clock_{io_};
   testing::FakePlacement fake_;
   core::MetricsRegistry metrics_;
   core::HealthRegistry health_;
@@ -84,12 +77,14 @@ TEST_F(ReconcilerTest, FirstPushCreatesTheTree) {
   auto r = make();
   node_.labels["trait.openkeel.io/CUSTOM_LAB"] = "";
   node_.labels["cpu-feature.node.kubevirt.io/avx"] = "true";
-  r->update(node_, {pod("a", "1500m", "1Gi")}, false);
+  // The agent hands no Placement section before the pods have synced: the node alone sends
+  // nothing.
+  r->setNode(node_.name, node_.uid);
   settle(50ms);
-  EXPECT_EQ(fake_.total(), 0) << "nothing is sent before the pods have synced";
+  EXPECT_EQ(fake_.total(), 0) << "nothing is sent without the plan's Placement section";
   EXPECT_FALSE(health_.ready());
 
-  r->update(node_, {pod("a", "1500m", "1Gi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {pod("a", "1500m", "1Gi")});
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
   EXPECT_EQ(root().provider.name, "cmp-1");
   EXPECT_EQ(root().inventories.at("VCPU"), (Inventory{16, 2, 1, 16, 1, 4.0}));
@@ -109,10 +104,10 @@ TEST_F(ReconcilerTest, FirstPushCreatesTheTree) {
 
 TEST_F(ReconcilerTest, SteadyStateSendsNothing) {
   auto r = make();
-  r->update(node_, {pod("a", "1", "1Gi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {pod("a", "1", "1Gi")});
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
   const int before = fake_.total();
-  for (int i = 0; i < 20; ++i) r->update(node_, {pod("a", "1", "1Gi")}, true);
+  for (int i = 0; i < 20; ++i) okna::testing::planAndUpdate(*r, node_, {pod("a", "1", "1Gi")});
   settle();
   EXPECT_EQ(fake_.total(), before);
 }
@@ -120,12 +115,12 @@ TEST_F(ReconcilerTest, SteadyStateSendsNothing) {
 TEST_F(ReconcilerTest, BurstOfPodChangesIsOneWrite) {
   auto r = make();
   std::vector<k8s::PodInfo> pods{pod("base", "1", "1Gi")};
-  r->update(node_, pods, true);
+  okna::testing::planAndUpdate(*r, node_, pods);
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
   const int puts = fake_.calls["putInventories"];
   for (int i = 0; i < 50; ++i) {
     pods.push_back(pod("job-" + std::to_string(i), "100m", "64Mi"));
-    r->update(node_, pods, true);
+    okna::testing::planAndUpdate(*r, node_, pods);
   }
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 2; }));
   settle();
@@ -135,51 +130,75 @@ TEST_F(ReconcilerTest, BurstOfPodChangesIsOneWrite) {
   EXPECT_GE(metric("okna_placement_changes_skipped_total{reason=\"debounced\"}"), 49);
 }
 
+TEST_F(ReconcilerTest, AReservationMoveWaitsForExactlyTheDebounceWindow) {
+  auto r = make();
+  okna::testing::planAndUpdate(*r, node_, {pod("a", "1", "1Gi")});
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  const int puts = fake_.calls["putInventories"];
+  okna::testing::planAndUpdate(*r, node_, {pod("a", "3", "2Gi")});
+  EXPECT_EQ(r->debugJson()["dueInMs"], 200);
+  // Every timer due in the window has fired: the write is held, not lost and not sent early.
+  settle(config_.debounce - 1ms);
+  EXPECT_EQ(fake_.calls["putInventories"], puts) << "sent before the debounce window closed";
+  EXPECT_TRUE(r->busy()) << "the change must still be pending";
+  // A later change inside the window does not extend it.
+  okna::testing::planAndUpdate(*r, node_, {pod("a", "4", "2Gi")});
+  settle(1ms);
+  EXPECT_EQ(fake_.calls["putInventories"], puts + 1);
+  EXPECT_EQ(root().inventories.at("VCPU").reserved, 4);
+  EXPECT_FALSE(r->busy());
+}
+
 TEST_F(ReconcilerTest, ChangeBelowStepIsNotSent) {
   auto r = make();
-  r->update(node_, {pod("a", "1", "1Gi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {pod("a", "1", "1Gi")});
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
   const int before = fake_.total();
   // +100 MiB (< 256) and the same CPUs once rounded.
-  r->update(node_, {pod("a", "1", "1Gi"), pod("b", "0", "100Mi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {pod("a", "1", "1Gi"), pod("b", "0", "100Mi")});
   settle();
   EXPECT_EQ(fake_.total(), before);
   EXPECT_EQ(root().inventories.at("MEMORY_MB").reserved, 1024);
   EXPECT_EQ(metric("okna_placement_changes_skipped_total{reason=\"below_step\"}"), 1);
+  // /debug/plan's view: what is wanted, and what the step keeps sent instead.
+  const nlohmann::json view = r->debugJson();
+  EXPECT_EQ(view["heldBackByStep"], true) << view.dump();
+  EXPECT_EQ(view["heldBack"]["MEMORY_MB"], nlohmann::json({{"wanted", 1124}, {"sent", 1024}}));
+  EXPECT_FALSE(view["heldBack"].contains("VCPU"));
   // Exactly the step (+256 MiB): the seed says "more than", so still nothing.
-  r->update(node_, {pod("a", "1", "1Gi"), pod("b", "0", "256Mi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {pod("a", "1", "1Gi"), pod("b", "0", "256Mi")});
   settle();
   EXPECT_EQ(fake_.total(), before);
   EXPECT_EQ(root().inventories.at("MEMORY_MB").reserved, 1024);
   // Another +44 MiB: 300 MiB since the last value sent, so it goes out.
-  r->update(node_, {pod("a", "1", "1Gi"), pod("b", "0", "300Mi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {pod("a", "1", "1Gi"), pod("b", "0", "300Mi")});
   ASSERT_TRUE(runUntil([&] { return root().inventories.at("MEMORY_MB").reserved == 1324; }));
 }
 
 TEST_F(ReconcilerTest, NodeChangesSkipTheStepAndTheWindow) {
   config_.debounce = std::chrono::hours(1);
   auto r = make();
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
   node_.unschedulable = true;
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(runUntil([&] { return root().traits.count("COMPUTE_STATUS_DISABLED") == 1; }));
   node_.allocatable["cpu"] = "12";
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(runUntil([&] { return root().inventories.at("VCPU").total == 12; }));
   node_.unschedulable = false;
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(runUntil([&] { return root().traits == Traits{"COMPUTE_NODE"}; }));
 }
 
 TEST_F(ReconcilerTest, ConcurrentWriterIsRetried) {
   auto r = make();
-  r->update(node_, {pod("a", "1", "1Gi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {pod("a", "1", "1Gi")});
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
   // A VM lands (generation moves), then the reservation changes: the PUT meets a 409.
   fake_.allocate(kUid, "VCPU", 4);
   fake_.concurrentWriters = 2;
-  r->update(node_, {pod("a", "3", "2Gi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {pod("a", "3", "2Gi")});
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 2; }));
   EXPECT_EQ(root().inventories.at("VCPU").reserved, 3);
   EXPECT_EQ(root().inventories.at("MEMORY_MB").reserved, 2048);
@@ -191,7 +210,7 @@ TEST_F(ReconcilerTest, ConcurrentWriterIsRetried) {
 TEST_F(ReconcilerTest, PlacementDownThenBack) {
   auto r = make();
   fake_.down = true;
-  r->update(node_, {pod("a", "1", "1Gi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {pod("a", "1", "1Gi")});
   ASSERT_TRUE(runUntil([&] { return r->failedPasses() >= 3; }));
   EXPECT_FALSE(health_.ready());
   fake_.down = false;
@@ -200,9 +219,9 @@ TEST_F(ReconcilerTest, PlacementDownThenBack) {
   EXPECT_TRUE(health_.ready());
   // Down again while pods change: the latest desired state is what arrives afterwards.
   fake_.down = true;
-  r->update(node_, {pod("a", "5", "1Gi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {pod("a", "5", "1Gi")});
   ASSERT_TRUE(runUntil([&] { return r->failedPasses() >= 5; }));
-  r->update(node_, {pod("a", "7", "1Gi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {pod("a", "7", "1Gi")});
   fake_.down = false;
   ASSERT_TRUE(runUntil([&] { return root().inventories.at("VCPU").reserved == 7; }));
 }
@@ -210,7 +229,7 @@ TEST_F(ReconcilerTest, PlacementDownThenBack) {
 TEST_F(ReconcilerTest, TraitOwnershipSurvivesRestart) {
   auto r = make();
   node_.labels = {{"trait.openkeel.io/CUSTOM_A", ""}, {"trait.openkeel.io/CUSTOM_B", ""}};
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
   // An operator adds a trait, and one the agent also wants.
   fake_.catalog.insert("CUSTOM_OPERATOR");
@@ -219,7 +238,7 @@ TEST_F(ReconcilerTest, TraitOwnershipSurvivesRestart) {
   ++fake_.providers.at(kUid).provider.generation;
   node_.labels.erase("trait.openkeel.io/CUSTOM_A");
   node_.labels["cpu-feature.node.kubevirt.io/avx"] = "true";
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(runUntil([&] { return !root().traits.count("CUSTOM_A"); }));
   EXPECT_EQ(root().traits,
             (Traits{"COMPUTE_NODE", "CUSTOM_B", "CUSTOM_OPERATOR", "HW_CPU_X86_AVX"}));
@@ -228,7 +247,7 @@ TEST_F(ReconcilerTest, TraitOwnershipSurvivesRestart) {
   r.reset();
   r = make();
   node_.labels.clear();
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
   EXPECT_EQ(root().traits, (Traits{"COMPUTE_NODE", "CUSTOM_OPERATOR", "HW_CPU_X86_AVX"}))
       << "CUSTOM_B was the agent's; AVX was set by the operator first, so it stays";
@@ -238,7 +257,7 @@ TEST_F(ReconcilerTest, UnknownStandardTraitIsSkipped) {
   auto r = make();
   node_.labels = {{"trait.openkeel.io/HW_GPU_NOT_A_TRAIT", ""},
                   {"cpu-feature.node.kubevirt.io/sse4.2", "true"}};
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
   EXPECT_EQ(root().traits, (Traits{"COMPUTE_NODE", "HW_CPU_X86_SSE42"}));
 }
@@ -246,7 +265,7 @@ TEST_F(ReconcilerTest, UnknownStandardTraitIsSkipped) {
 TEST_F(ReconcilerTest, ProviderWithTheNameButAnotherUuidIsReportedNotAdopted) {
   fake_.providers["old-uuid"].provider = {"old-uuid", "cmp-1", "", "old-uuid", 7};
   auto r = make();
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(runUntil([&] { return r->failedPasses() >= 2; }));
   EXPECT_EQ(fake_.providers.size(), 1u);
   EXPECT_EQ(fake_.calls["createProvider"], 0);
@@ -261,7 +280,7 @@ TEST_F(ReconcilerTest, ProviderWithTheNameButAnotherUuidIsReportedNotAdopted) {
 TEST_F(ReconcilerTest, OldPlacementIsAClearError) {
   fake_.version = "1.17";
   auto r = make();
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(runUntil([&] { return r->failedPasses() >= 1; }));
   EXPECT_NE(health_.readiness()[0].detail.find("microversions up to 1.17; the agent needs 1.26"),
             std::string::npos);
@@ -269,7 +288,7 @@ TEST_F(ReconcilerTest, OldPlacementIsAClearError) {
 
 TEST_F(ReconcilerTest, LosingTheRoleKeepsTheProvider) {
   auto r = make();
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
   const auto inventories = root().inventories;
   r->setActive(false);
@@ -281,11 +300,11 @@ TEST_F(ReconcilerTest, LosingTheRoleKeepsTheProvider) {
 
 TEST_F(ReconcilerTest, RemovedPageSizeDeletesItsChild) {
   auto r = make();
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
   ASSERT_EQ(fake_.providers.size(), 2u);
   node_.allocatable.erase("hugepages-1Gi");
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(runUntil([&] { return fake_.providers.size() == 1; }));
 }
 
@@ -295,12 +314,12 @@ TEST_F(ReconcilerTest, RemovedPageSizeDeletesItsChild) {
 TEST_F(ReconcilerTest, ConflictForgetsEverythingKnownOfTheProvider) {
   node_.unschedulable = true;
   auto r = make();
-  r->update(node_, {pod("a", "1", "1Gi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {pod("a", "1", "1Gi")});
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
   ASSERT_TRUE(root().traits.count("COMPUTE_STATUS_DISABLED"));
   fake_.providers.at(kUid).traits.erase("COMPUTE_STATUS_DISABLED");
   ++fake_.providers.at(kUid).provider.generation;
-  r->update(node_, {pod("a", "3", "1Gi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {pod("a", "3", "1Gi")});
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 2; }));
   EXPECT_EQ(root().inventories.at("VCPU").reserved, 3);
   EXPECT_EQ(r->counters().conflicts, 1u);
@@ -310,7 +329,7 @@ TEST_F(ReconcilerTest, ConflictForgetsEverythingKnownOfTheProvider) {
 
 TEST_F(ReconcilerTest, RegainingTheRoleStartsFromAFreshRead) {
   auto r = make();
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
   r->setActive(false);
   ASSERT_TRUE(runUntil([&] { return r->closed(); }));
@@ -329,14 +348,14 @@ TEST_F(ReconcilerTest, RefusedChildDeletionDoesNotHoldTheRootBack) {
   r->setEventSink([&](const std::string& type, const std::string& reason, const std::string&) {
     events.push_back(type + " " + reason);
   });
-  r->update(node_, {pod("a", "1", "1Gi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {pod("a", "1", "1Gi")});
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
   const std::string child = uuid5(std::string(kUid) + "/hugepages-1Gi");
   ASSERT_TRUE(fake_.providers.count(child));
   fake_.inUse.insert(child);
   node_.allocatable.erase("hugepages-1Gi");
   node_.unschedulable = true;
-  r->update(node_, {pod("a", "4", "1Gi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {pod("a", "4", "1Gi")});
   ASSERT_TRUE(runUntil([&] { return root().traits.count("COMPUTE_STATUS_DISABLED") == 1; }));
   EXPECT_EQ(root().inventories.at("VCPU").reserved, 4);
   EXPECT_TRUE(fake_.providers.count(child));
@@ -360,20 +379,20 @@ TEST_F(ReconcilerTest, RefusedChildDeletionDoesNotHoldTheRootBack) {
 TEST_F(ReconcilerTest, AnExceptionFailsThePassNotTheWorker) {
   fake_.throwNext["providersInTree"] = 1;
   auto r = make();
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
   EXPECT_EQ(r->failedPasses(), 1u);
   EXPECT_EQ(metric("okna_placement_worker_errors_total"), 1);
   // And it keeps working afterwards.
   node_.unschedulable = true;
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(runUntil([&] { return root().traits.count("COMPUTE_STATUS_DISABLED") == 1; }));
 }
 
 TEST_F(ReconcilerTest, ResyncSurvivesTheRoleGoingAndComingBack) {
   config_.resyncInterval = std::chrono::seconds(1);
   auto r = make();
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
   r->setActive(false);
   ASSERT_TRUE(runUntil([&] { return r->closed(); }));
@@ -388,7 +407,7 @@ TEST_F(ReconcilerTest, ResyncSurvivesTheRoleGoingAndComingBack) {
 TEST_F(ReconcilerTest, FailedPassesKeepTheTraitCatalog) {
   fake_.failNext["putInventories"] = 3;
   auto r = make();
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
   EXPECT_EQ(r->failedPasses(), 3u);
   EXPECT_EQ(fake_.calls["allTraits"], 1) << "GET /traits (~9 KB) is not a retry's business";
@@ -397,7 +416,7 @@ TEST_F(ReconcilerTest, FailedPassesKeepTheTraitCatalog) {
 TEST_F(ReconcilerTest, FailureAfterTheRoleWentLeavesNoReadinessEntry) {
   auto r = make();
   fake_.down = true;
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(runUntil([&] { return r->failedPasses() >= 1; }));
   ASSERT_EQ(health_.readiness().size(), 1u);
   r->setActive(false);
@@ -409,12 +428,12 @@ TEST_F(ReconcilerTest, FailureAfterTheRoleWentLeavesNoReadinessEntry) {
 
 TEST_F(ReconcilerTest, RecreatedNodeShowsInReadinessWhenever) {
   auto r = make();
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
   EXPECT_TRUE(health_.ready());
   // The Node is deleted and re-joins with a new uid while the old provider still exists.
   node_.uid = "99999999-1111-4222-8333-444455556666";
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(runUntil([&] { return r->failedPasses() >= 1; }));
   EXPECT_FALSE(health_.ready());
   EXPECT_NE(health_.readiness()[0].detail.find("already exists with uuid " + std::string(kUid)),
@@ -424,7 +443,7 @@ TEST_F(ReconcilerTest, RecreatedNodeShowsInReadinessWhenever) {
 TEST_F(ReconcilerTest, WithoutCredentialsTheRoleAloneDecidesReadiness) {
   ::unsetenv("OS_CLOUD");
   testing::FakeHttpClient http;
-  Reconciler r(io_, http, config_, metrics_, health_);
+  Reconciler r(io_, http, config_, metrics_, health_, &clock_);
   r.setActive(true);
   r.setActive(true);
   ASSERT_EQ(health_.readiness().size(), 1u);
@@ -440,7 +459,7 @@ TEST_F(ReconcilerTest, WithoutCredentialsTheRoleAloneDecidesReadiness) {
 TEST_F(ReconcilerTest, LosingTheRoleDisablesTheProviderUntilItComesBack) {
   auto r = make();
   node_.labels["trait.openkeel.io/CUSTOM_LAB"] = "";
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
   EXPECT_FALSE(root().traits.count("COMPUTE_STATUS_DISABLED"));
   r->setActive(false);
@@ -448,9 +467,9 @@ TEST_F(ReconcilerTest, LosingTheRoleDisablesTheProviderUntilItComesBack) {
   EXPECT_TRUE(root().traits.count("CUSTOM_LAB")) << "closing changes nothing else";
   // Cordoned, then uncordoned, while the role is away: the node stays closed.
   node_.unschedulable = true;
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   node_.unschedulable = false;
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   settle(100ms);
   EXPECT_TRUE(root().traits.count("COMPUTE_STATUS_DISABLED"));
   // The role returns on an uncordoned node: open again.
@@ -460,21 +479,21 @@ TEST_F(ReconcilerTest, LosingTheRoleDisablesTheProviderUntilItComesBack) {
   r->setActive(false);
   ASSERT_TRUE(runUntil([&] { return root().traits.count("COMPUTE_STATUS_DISABLED") == 1; }));
   node_.unschedulable = true;
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   r->setActive(true);
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() >= 5; }));
   settle(50ms);
   EXPECT_TRUE(root().traits.count("COMPUTE_STATUS_DISABLED"));
   node_.unschedulable = false;
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(runUntil([&] { return root().traits.count("COMPUTE_STATUS_DISABLED") == 0; }));
 }
 
 TEST_F(ReconcilerTest, StartingWithoutTheRoleClosesAnExistingProviderOnly) {
   {
-    auto r = std::make_unique<Reconciler>(io_, fake_, config_, metrics_, health_);
+    auto r = std::make_unique<Reconciler>(io_, fake_, config_, metrics_, health_, &clock_);
     r->setActive(false);
-    r->update(node_, {}, true);
+    okna::testing::planAndUpdate(*r, node_, {});
     ASSERT_TRUE(runUntil([&] { return r->closed(); }));
     EXPECT_TRUE(fake_.providers.empty()) << "no provider is created for a node without the role";
     EXPECT_EQ(fake_.writes(), 0);
@@ -482,14 +501,14 @@ TEST_F(ReconcilerTest, StartingWithoutTheRoleClosesAnExistingProviderOnly) {
   }
   fake_.providers[kUid].provider = {kUid, "cmp-1", "", kUid, 3};
   fake_.providers[kUid].traits = {"HW_CPU_X86_AVX"};
-  auto r = std::make_unique<Reconciler>(io_, fake_, config_, metrics_, health_);
+  auto r = std::make_unique<Reconciler>(io_, fake_, config_, metrics_, health_, &clock_);
   r->setActive(false);
-  r->update(node_, {}, true);
+  okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(runUntil([&] { return r->closed(); }));
   EXPECT_EQ(root().traits, (Traits{"COMPUTE_STATUS_DISABLED", "HW_CPU_X86_AVX"}));
   // At steady state a closed node costs nothing.
   const int before = fake_.total();
-  r->update(node_, {pod("a", "1", "1Gi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {pod("a", "1", "1Gi")});
   settle(100ms);
   EXPECT_EQ(fake_.total(), before);
 }
@@ -497,20 +516,20 @@ TEST_F(ReconcilerTest, StartingWithoutTheRoleClosesAnExistingProviderOnly) {
 // Issue 10, "who owns the allocation ratio": Nova's rule.
 TEST_F(ReconcilerTest, RatioSetInPlacementIsKeptUnlessConfigured) {
   auto r = make();
-  r->update(node_, {pod("a", "1", "1Gi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {pod("a", "1", "1Gi")});
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
   EXPECT_DOUBLE_EQ(root().inventories.at("VCPU").allocationRatio, 4.0) << "initial, new class";
   // An operator sets 8 by hand; the next write (a reservation) keeps it.
   fake_.providers.at(kUid).inventories.at("VCPU").allocationRatio = 8;
   ++fake_.providers.at(kUid).provider.generation;
-  r->update(node_, {pod("a", "3", "1Gi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {pod("a", "3", "1Gi")});
   ASSERT_TRUE(runUntil([&] { return root().inventories.at("VCPU").reserved == 3; }));
   EXPECT_DOUBLE_EQ(root().inventories.at("VCPU").allocationRatio, 8);
   // A configured ratio is enforced.
   r.reset();
   config_.cpuAllocationRatio = 2;
   r = make();
-  r->update(node_, {pod("a", "3", "1Gi")}, true);
+  okna::testing::planAndUpdate(*r, node_, {pod("a", "3", "1Gi")});
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
   EXPECT_DOUBLE_EQ(root().inventories.at("VCPU").allocationRatio, 2);
 }

@@ -1,0 +1,148 @@
+#pragma once
+// An in-memory stand-in for the local Open_vSwitch database and the Southbound view, behind the
+// chassis reconciler's OvsdbApplier seam. A submitted desired state is diffed with the real
+// diffChassis and its ops applied to the in-memory row (so the ownership record is the one the
+// agent writes), then a snapshot is published as the IDL thread would. The test sets what
+// ovn-controller and the Southbound would say (system-id, gateway ports bound here) and can hold
+// writes back to look at the state in between.
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ovsdb/chassis_diff.h"
+#include "ovsdb/idl_thread.h"
+#include "ovsdb/ovsdb_applier.h"
+
+namespace okna::testing {
+
+class FakeOvsdb {
+ public:
+  FakeOvsdb() {
+    state_->snapshot.connected = true;
+    state_->snapshot.ovs.hasRoot = true;
+  }
+
+  /** For the ChassisReconciler constructor. */
+  ovsdb::OvsdbApplierFactory factory() {
+    return [state = state_](ovsdb::OvsdbApplier::SnapshotCallback publish) {
+      state->publish = std::move(publish);
+      return std::make_unique<Applier>(state);
+    };
+  }
+
+  bool started() const { return state_->started; }
+  /** Every desired state submitted, in order. */
+  const std::vector<ovsdb::DesiredChassis>& submitted() const { return state_->submitted; }
+  const ovsdb::Snapshot& snapshot() const { return state_->snapshot; }
+  ovsdb::OwnershipRecord record() const {
+    const auto& ids = state_->snapshot.ovs.externalIds;
+    const auto it = ids.find(ovsdb::kOwnershipKey);
+    if (it == ids.end()) return {};
+    auto r = ovsdb::parseOwnership(it->second);
+    return r ? *r : ovsdb::OwnershipRecord{};
+  }
+  std::string externalId(const std::string& key) const {
+    const auto& ids = state_->snapshot.ovs.externalIds;
+    const auto it = ids.find(key);
+    return it == ids.end() ? "" : it->second;
+  }
+  bool hasBridge(const std::string& name) const {
+    return state_->snapshot.ovs.bridges.count(name) != 0;
+  }
+
+  /** What ovn-controller and the Southbound say; published at once. */
+  void setChassis(const std::string& systemId) {
+    state_->snapshot.systemId = systemId;
+    publish();
+  }
+  void setGatewayPorts(std::vector<std::string> ports, bool synced = true) {
+    state_->snapshot.sb.synced = synced;
+    state_->snapshot.sb.gatewayPorts = std::move(ports);
+    publish();
+  }
+  void setConnected(bool connected) {
+    state_->snapshot.connected = connected;
+    publish();
+  }
+  /** Publishes the current state (as the IDL thread does after any change). */
+  void publish() {
+    if (state_->publish && state_->started)
+      state_->publish(std::make_shared<const ovsdb::Snapshot>(state_->snapshot));
+  }
+
+ private:
+  struct State {
+    bool started = false;
+    ovsdb::OvsdbApplier::SnapshotCallback publish;
+    std::vector<ovsdb::DesiredChassis> submitted;
+    ovsdb::Snapshot snapshot;
+  };
+
+  class Applier : public ovsdb::OvsdbApplier {
+   public:
+    explicit Applier(std::shared_ptr<State> state) : state_(std::move(state)) {}
+    void start() override {
+      state_->started = true;
+      publishState();
+    }
+    void submit(const ovsdb::DesiredChassis& desired, std::uint64_t generation) override {
+      state_->submitted.push_back(desired);
+      apply(ovsdb::diffChassis(desired, state_->snapshot.ovs));
+      state_->snapshot.convergedGeneration = generation;
+      publishState();
+    }
+    void submitMetadata(const ovsdb::DesiredMetadataOvs&, std::uint64_t generation) override {
+      state_->snapshot.metadataConvergedGeneration = generation;
+      publishState();
+    }
+    void stop() override { state_->started = false; }
+
+   private:
+    void publishState() {
+      if (state_->started && state_->publish)
+        state_->publish(std::make_shared<const ovsdb::Snapshot>(state_->snapshot));
+    }
+    void apply(const ovsdb::ChassisOps& ops) {
+      using Kind = ovsdb::OvsOp::Kind;
+      auto& ovs = state_->snapshot.ovs;
+      for (const auto& op : ops.ops) {
+        switch (op.kind) {
+          case Kind::SetExternalId:
+            ovs.externalIds[op.a] = op.b;
+            break;
+          case Kind::DeleteExternalId:
+            ovs.externalIds.erase(op.a);
+            break;
+          case Kind::AddBridge:
+            ovs.bridges[op.a] = {op.b, {op.a}};
+            break;
+          case Kind::AddPort:
+          case Kind::AddIfacePort:
+            ovs.bridges[op.a].ports.push_back(op.b);
+            break;
+          case Kind::DeletePort: {
+            auto& p = ovs.bridges[op.a].ports;
+            p.erase(std::remove(p.begin(), p.end(), op.b), p.end());
+            break;
+          }
+          case Kind::DeleteBridge:
+            ovs.bridges.erase(op.a);
+            break;
+          case Kind::SetBridgeDatapathType:
+            ovs.bridges[op.a].datapathType = op.b;
+            break;
+          case Kind::SetIfaceExternalIds:
+            break;
+        }
+      }
+    }
+    std::shared_ptr<State> state_;
+  };
+
+  std::shared_ptr<State> state_ = std::make_shared<State>();
+};
+
+}  // namespace okna::testing
