@@ -24,8 +24,10 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
   return out;
 }
 
-// The ownership record in the snapshot (none when absent or unreadable).
+// What the agent owns: the IDL thread's knowledge, else the record in the snapshot (none when
+// absent or unreadable).
 std::optional<OwnershipRecord> ownershipRecord(const Snapshot& s) {
+  if (s.ownership) return s.ownership;
   const auto it = s.ovs.externalIds.find(kOwnershipKey);
   if (it == s.ovs.externalIds.end()) return std::nullopt;
   auto record = parseOwnership(it->second);
@@ -50,7 +52,16 @@ ChassisReconciler::ChassisReconciler(boost::asio::io_context& io, OvsConfig conf
       health_(health),
       events_(events),
       alive_(std::make_shared<bool>(true)),
+      stateFile_(config_.stateFile),
       drainTimer_(io) {
+  fileCopy_ = stateFile_.load();
+  if (fileCopy_.state == OwnershipCopy::State::Unreadable)
+    core::logger(kComponent)
+        ->warn(
+            "{} is unreadable ({}); the ownership record in OVSDB is the only copy until it is "
+            "rewritten",
+            fileCopy_.where, fileCopy_.error);
+  if (fileCopy_.state == OwnershipCopy::State::Known) savedOwnership_ = fileCopy_.record;
   health_.addComponent(kComponent);
   health_.setReady(kComponent, false, "waiting for the Node");
   for (const char* result : {"success", "unchanged", "conflict", "error"})
@@ -58,6 +69,9 @@ ChassisReconciler::ChassisReconciler(boost::asio::io_context& io, OvsConfig conf
   metrics_.counter("okna_ovsdb_reconnects_total", "Reconnections to the local OVSDB");
   metrics_.gauge("okna_ovsdb_failed_interfaces",
                  "Bridges and ports of the agent that ovs-vswitchd failed to create");
+  metrics_.gauge("okna_ovsdb_ownership_lost",
+                 "1 while the record of what the agent wrote to OVSDB is lost with no copy "
+                 "(annotate the Node chassis.openkeel.io/adopt-ownership)");
   metrics_.gauge("okna_ovsdb_connected", "1 while connected to the local OVSDB");
   metrics_.gauge("okna_ovsdb_gateway_draining", "1 while a planned gateway failover waits");
   metrics_.gauge("okna_ovsdb_gateway_ports",
@@ -131,6 +145,7 @@ void ChassisReconciler::submit() {
   DesiredChassis effective = *planned_;
   effective.holdOwned = drain_.since != 0;
   effective.drainSince = drain_.since;
+  effective.ownershipCopy = fileCopy_;
   if (submitted_ && *submitted_ == effective) return;
   submitted_ = effective;
   thread_->submit(effective, ++generation_);
@@ -148,6 +163,8 @@ void ChassisReconciler::onSnapshot(std::shared_ptr<const Snapshot> snapshot) {
     core::logger(kComponent)->info("chassis configuration applied to {}", config_.remote);
   }
   reportFailedInterfaces();
+  reportOwnership();
+  mirrorOwnership();
   updateHealth();
   evaluateDrain();
   submit();
@@ -170,6 +187,48 @@ void ChassisReconciler::reportFailedInterfaces() {
   failedInterfaces_ = failed;
 }
 
+void ChassisReconciler::mirrorOwnership() {
+  // The copy follows what the agent owns; a write error is logged once per error and retried
+  // with the next change.
+  if (!snapshot_->ownership || snapshot_->ownership == savedOwnership_) return;
+  if (const auto saved = stateFile_.save(*snapshot_->ownership); !saved) {
+    if (saved.error().message != stateFileError_)
+      core::logger(kComponent)
+          ->warn("cannot keep the ownership record's copy: {} (errno {})", saved.error().message,
+                 saved.error().code);
+    stateFileError_ = saved.error().message;
+    return;
+  }
+  stateFileError_.clear();
+  savedOwnership_ = snapshot_->ownership;
+}
+
+void ChassisReconciler::reportOwnership() {
+  using Kind = OwnershipOutcome::Kind;
+  const Snapshot& s = *snapshot_;
+  auto log = core::logger(kComponent);
+  if (s.ownershipEvents != reportedOwnershipEvents_) {
+    reportedOwnershipEvents_ = s.ownershipEvents;
+    const OwnershipOutcome& e = s.lastOwnershipEvent;
+    if (e.kind == Kind::Recovered) {
+      // Whatever removed the record may have removed the copy too: rewrite it.
+      savedOwnership_.reset();
+      log->warn("{}", e.message);
+      event("Warning", "OwnershipRecovered", e.message);
+    } else {
+      log->info("{}; the annotation {} can be removed", e.message, kAdoptOwnershipKey);
+      event("Normal", "OwnershipAdopted", e.message);
+    }
+  }
+  const bool lost = s.ownershipOutcome.kind == Kind::Lost;
+  metrics_.gauge("okna_ovsdb_ownership_lost", "").set(lost ? 1 : 0);
+  if (lost && !reportedLost_) {
+    log->error("{}", s.ownershipOutcome.message);
+    event("Warning", "OwnershipLost", s.ownershipOutcome.message);
+  }
+  reportedLost_ = lost;
+}
+
 void ChassisReconciler::updateHealth() {
   if (!snapshot_) return;
   const Snapshot& s = *snapshot_;
@@ -179,6 +238,10 @@ void ChassisReconciler::updateHealth() {
   if (planned_)
     for (const auto& w : planned_->warnings)
       problems += (problems.empty() ? "" : "; ") + w.reason + ": " + w.message;
+  // A lost ownership record: the node works, but removing a role would leave its items behind.
+  if (s.ownershipOutcome.kind == OwnershipOutcome::Kind::Lost)
+    problems += (problems.empty() ? "" : "; ") + std::string("OwnershipLost: ") +
+                s.ownershipOutcome.message;
   if (!s.connected) {
     health_.setReady(kComponent, false,
                      "not connected to " + config_.remote +
@@ -355,6 +418,9 @@ void ChassisReconciler::updateMetrics(const Snapshot& previous, const Snapshot& 
   if (s.stats.reconnects > previous.stats.reconnects)
     metrics_.counter("okna_ovsdb_reconnects_total", "")
         .inc(static_cast<double>(s.stats.reconnects - previous.stats.reconnects));
+  metrics_.gauge("okna_ovsdb_ownership_lost",
+                 "1 while the record of what the agent wrote to OVSDB is lost with no copy "
+                 "(annotate the Node chassis.openkeel.io/adopt-ownership)");
   metrics_.gauge("okna_ovsdb_connected", "").set(s.connected ? 1 : 0);
   metrics_.gauge("okna_ovsdb_gateway_ports", "").set(static_cast<double>(s.sb.gatewayPorts.size()));
 }

@@ -31,7 +31,8 @@ bool isValidOvsIfaceName(const std::string& name) {
 }
 
 OvsConfig parseOvsConfig(const core::YamlField& f) {
-  f.expectKeys({"enabled", "remote", "sbRemote", "drainTimeoutSeconds", "defaultExternalBridge"});
+  f.expectKeys({"enabled", "remote", "sbRemote", "drainTimeoutSeconds", "defaultExternalBridge",
+                "stateFile"});
   OvsConfig c;
   c.enabled = true;
   if (auto e = f.get("enabled")) c.enabled = e->asBool();
@@ -57,6 +58,7 @@ OvsConfig parseOvsConfig(const core::YamlField& f) {
   }
   if (auto d = f.get("drainTimeoutSeconds"))
     c.drainTimeout = std::chrono::seconds(d->asInt(0, 86400));
+  if (auto v = f.get("stateFile")) c.stateFile = v->asString();
   if (auto b = f.get("defaultExternalBridge")) {
     c.defaultExternalBridge = b->asString();
     if (!isValidOvsIfaceName(c.defaultExternalBridge))

@@ -24,6 +24,9 @@ struct OvsConfig {
   // bridges, NIC) while chassisredirect ports are still bound to it; enable-chassis-as-gw itself
   // goes at once (gateway_drain.h). 0: no wait.
   std::chrono::seconds drainTimeout{120};
+  // The copy of the ownership record (ownership_state_file.h) across restarts, on the agent's
+  // hostPath state directory (the one of placement.stateFile). "": no copy (memory only).
+  std::string stateFile = "/var/lib/openkeel-node-agent/ovs-ownership.json";
   // The bridge that gets the external NIC when no bridge mapping names one.
   std::string defaultExternalBridge = "br-ex";
   // --dry-run: read both databases, never write (no transaction, no Neutron liveness keys).

@@ -235,6 +235,9 @@ class IdlThread::Loop {
       seqno_ = seqno;
       snap_.ovs = readObserved(ovs_);
       snap_.systemId = valueOr(snap_.ovs.externalIds, "system-id");
+      if (const auto it = snap_.ovs.externalIds.find(kOwnershipKey);
+          it != snap_.ovs.externalIds.end())
+        if (auto record = parseOwnership(it->second)) known_ = std::move(*record);
       snap_.integrationIfaceIds = metadata_ && metadata_->enabled
                                       ? readIfaceIds(ovs_, metadata_->bridge)
                                       : ObservedBridgeIfaceIds{};
@@ -251,12 +254,29 @@ class IdlThread::Loop {
 
   void reconcile() {
     ChassisOps ops;
-    if (desired_) ops = diffChassis(*desired_, snap_.ovs);
+    if (desired_) {
+      // Once the agent knows the record, its memory is the copy: a deleted or garbled record is
+      // restored from what this process last saw, the state file being only the first copy.
+      ops = known_ ? diffChassis(*desired_, snap_.ovs,
+                                 {OwnershipCopy::State::Known, *known_, "the agent's memory", ""})
+                   : diffChassis(*desired_, snap_.ovs);
+      using Kind = OwnershipOutcome::Kind;
+      const Kind kind = ops.ownership.kind;
+      if (kind != snap_.ownershipOutcome.kind &&
+          (kind == Kind::Recovered || kind == Kind::Adopted || kind == Kind::Disowned)) {
+        ++snap_.ownershipEvents;
+        snap_.lastOwnershipEvent = ops.ownership;
+      }
+      snap_.ownershipOutcome = ops.ownership;
+    }
     if (ops.notes != snap_.notes) {
       for (const auto& n : ops.notes) log_->warn("{}", n);
       snap_.notes = ops.notes;
     }
-    if (desired_ && ops.empty()) snap_.convergedGeneration = generation_;
+    if (desired_ && ops.empty()) {
+      snap_.convergedGeneration = generation_;
+      known_ = ops.owned;
+    }
     // The metadata ports go in the same transaction (after the chassis ops); the diff emits
     // nothing for a bridge that is not there, so they can never block the chassis ops.
     const std::size_t chassisOps = ops.ops.size();
@@ -276,6 +296,7 @@ class IdlThread::Loop {
                               ops.verifyBridges, "openkeel-node-agent: OVN chassis configuration");
     if (!txn_) return;  // the replica changed under the diff; the next change retries
     txnSeqno_ = seqno_;
+    txnOwned_ = chassisOps > 0 ? std::optional<OwnershipRecord>(ops.owned) : std::nullopt;
     txnOps_.clear();
     for (const auto& op : ops.ops) txnOps_.push_back(describe(op));
     finishTxn();
@@ -288,6 +309,7 @@ class IdlThread::Loop {
       case OKNA_TXN_SUCCESS:
         ++snap_.stats.success;
         for (const auto& op : txnOps_) log_->info("{}", op);
+        if (txnOwned_) known_ = *txnOwned_;
         snap_.lastError.clear();
         errorBackoff_ = {};
         break;
@@ -424,6 +446,7 @@ class IdlThread::Loop {
   }
 
   void publish() {
+    snap_.ownership = known_;
     if (published_ && *published_ == snap_) return;
     published_ = std::make_shared<const Snapshot>(snap_);
     owner_.onSnapshot_(published_);
@@ -453,6 +476,10 @@ class IdlThread::Loop {
   okna_sb_txn* sbTxn_ = nullptr;
   Clock::time_point sbRetryAt_{};
   std::vector<std::string> txnOps_;
+  // The ownership record the running transaction writes (nullopt: no chassis ops in it).
+  std::optional<OwnershipRecord> txnOwned_;
+  // Snapshot::ownership.
+  std::optional<OwnershipRecord> known_;
   std::shared_ptr<const DesiredChassis> desired_;
   std::uint64_t generation_ = 0;
   std::shared_ptr<const DesiredMetadataOvs> metadata_;

@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -69,6 +70,16 @@ struct Snapshot {
   ObservedBridgeIfaceIds integrationIfaceIds;
   // The last submitted metadata generation whose diff came out empty (0: none yet).
   std::uint64_t metadataConvergedGeneration = 0;
+  // What the agent owns as far as it knows (ownership.h): the last valid record seen in OVSDB
+  // or written by its own transaction; kept when the record is deleted or garbled behind its
+  // back (the in-memory copy). nullopt until known. The reconciler mirrors it to the state file.
+  std::optional<OwnershipRecord> ownership;
+  // How the last diff found it (recovered, lost, adopted).
+  OwnershipOutcome ownershipOutcome;
+  // Recoveries and adoptions so far (the loop may see only the newest snapshot, where the
+  // record is already rewritten) and the last of them.
+  std::uint64_t ownershipEvents = 0;
+  OwnershipOutcome lastOwnershipEvent;
   // The notes of the last diff (conflicts, bridges kept for foreign ports).
   std::vector<std::string> notes;
   // The last transaction error ("" after a success).

@@ -21,6 +21,8 @@ TEST(OvsConfig, DefaultsAreOffAndPresenceEnables) {
   EXPECT_EQ(defaults.remote, "unix:/var/run/openvswitch/db.sock");
   EXPECT_EQ(defaults.drainTimeout, std::chrono::seconds(120));
   EXPECT_EQ(defaults.defaultExternalBridge, "br-ex");
+  // Next to Placement's owned-traits file (placement.stateFile), on the same hostPath.
+  EXPECT_EQ(defaults.stateFile, "/var/lib/openkeel-node-agent/ovs-ownership.json");
   auto c = parse("ovs: {}");
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_TRUE(c->enabled);
@@ -34,12 +36,14 @@ ovs:
   sbRemote: tcp:10.0.0.1:6642,tcp:10.0.0.2:6642
   drainTimeoutSeconds: 0
   defaultExternalBridge: br-provider
+  stateFile: /state/ovs.json
 )");
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->remote, "unix:/run/ovs/db.sock");
   EXPECT_EQ(c->sbRemote, "tcp:10.0.0.1:6642,tcp:10.0.0.2:6642");
   EXPECT_EQ(c->drainTimeout, std::chrono::seconds(0));
   EXPECT_EQ(c->defaultExternalBridge, "br-provider");
+  EXPECT_EQ(c->stateFile, "/state/ovs.json");
 }
 
 TEST(OvsConfig, ErrorsNameTheField) {
