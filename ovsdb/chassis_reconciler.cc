@@ -35,6 +35,22 @@ std::optional<OwnershipRecord> ownershipRecord(const Snapshot& s) {
   return std::move(*record);
 }
 
+bool isSsl(const std::string& remote) {
+  return remote.rfind("ssl:", 0) == 0 || remote.find(",ssl:") != std::string::npos;
+}
+
+// Why a connection fails, with what to check when it is TLS.
+std::string connectionProblem(const std::string& remote, const std::string& error,
+                              const std::string& tlsError, bool sslConfigured) {
+  std::string out = error.empty() ? std::string("connecting") : error;
+  if (!isSsl(remote)) return out;
+  if (!sslConfigured) return out + "; TLS: ovs.ssl is not configured";
+  if (!tlsError.empty()) return out + "; TLS: " + tlsError;
+  return out +
+         "; TLS: check that ovs.ssl.caCertFile is the CA that signed the server's certificate, "
+         "that the server trusts ovs.ssl.certificateFile, and the agent's log (component ovs)";
+}
+
 std::int64_t unixNow() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -242,10 +258,16 @@ void ChassisReconciler::updateHealth() {
   if (s.ownershipOutcome.kind == OwnershipOutcome::Kind::Lost)
     problems += (problems.empty() ? "" : "; ") + std::string("OwnershipLost: ") +
                 s.ownershipOutcome.message;
+  if (!s.sb.remote.empty() && !s.sb.connected && !s.sb.connectionError.empty())
+    problems +=
+        (problems.empty() ? "" : "; ") + std::string("Southbound DB ") + s.sb.remote + ": " +
+        connectionProblem(s.sb.remote, s.sb.connectionError, s.tlsError, config_.ssl.configured());
   if (!s.connected) {
-    health_.setReady(kComponent, false,
-                     "not connected to " + config_.remote +
-                         (s.lastError.empty() ? "" : " (" + s.lastError + ")"));
+    const std::string why = s.connectionError.empty() ? s.lastError : s.connectionError;
+    health_.setReady(
+        kComponent, false,
+        "not connected to " + config_.remote + " (" +
+            connectionProblem(config_.remote, why, s.tlsError, config_.ssl.configured()) + ")");
   } else if (!s.ovs.hasRoot) {
     health_.setReady(kComponent, false, "the Open_vSwitch table has no row (ovs-vsctl init)");
   } else if (!ready_) {

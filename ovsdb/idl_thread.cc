@@ -13,6 +13,8 @@
 #include "core/health.h"
 #include "core/logging.h"
 #include "ovsdb/ovs_chassis_glue.h"
+#include "ovsdb/ovs_idl_glue.h"
+#include "ovsdb/ovs_log.h"
 #include "ovsdb/ovs_metadata_glue.h"
 
 namespace okna::ovsdb {
@@ -174,6 +176,7 @@ class IdlThread::Loop {
   explicit Loop(IdlThread& owner) : owner_(owner), log_(core::logger("ovsdb")) {}
 
   void run() {
+    applySsl();
     ovs_ = okna_ovs_idl_open_chassis(owner_.config_.remote.c_str());
     while (!owner_.stopping_.load()) {
       owner_.health_.beat(kHeartbeat);
@@ -211,7 +214,28 @@ class IdlThread::Loop {
     }
   }
 
+  // libopenvswitch's stream-ssl is process-wide (both IDLs share it) and re-reads a file whose
+  // mtime changed: called on every pass, a rotated certificate is picked up within a second.
+  void applySsl() {
+    const OvsSslConfig& ssl = owner_.config_.ssl;
+    if (!ssl.configured()) return;
+    std::string problem;
+    for (const auto& [name, path] : {std::pair{"privateKeyFile", &ssl.privateKeyFile},
+                                     std::pair{"certificateFile", &ssl.certificateFile},
+                                     std::pair{"caCertFile", &ssl.caCertFile}}) {
+      if (::access(path->c_str(), R_OK) == 0) continue;
+      problem = std::string("ovs.ssl.") + name + " " + *path + ": " + std::strerror(errno);
+      break;
+    }
+    if (problem != snap_.tlsError && !problem.empty()) log_->error("{}", problem);
+    snap_.tlsError = problem;
+    if (problem.empty())
+      okna_ovsdb_set_ssl_files(ssl.privateKeyFile.c_str(), ssl.certificateFile.c_str(),
+                               ssl.caCertFile.c_str());
+  }
+
   void pass() {
+    applySsl();
     okna_ovs_idl_run(ovs_);
     if (sb_) okna_sb_idl_run(sb_);
 
@@ -227,6 +251,7 @@ class IdlThread::Loop {
     }
     connected_ = connected;
     snap_.connected = connected;
+    snap_.connectionError = connected ? "" : okna_ovs_idl_connection_error(ovs_);
 
     if (txn_) finishTxn();
 
@@ -360,6 +385,7 @@ class IdlThread::Loop {
     }
     if (!sb_) return;
     snap_.sb.connected = okna_sb_idl_is_connected(sb_) != 0;
+    snap_.sb.connectionError = snap_.sb.connected ? "" : okna_sb_idl_connection_error(sb_);
     const bool synced = okna_sb_idl_has_ever_connected(sb_) != 0;
     const unsigned seqno = okna_sb_idl_seqno(sb_);
     const bool metadata = metadata_ && metadata_->enabled;
@@ -516,8 +542,8 @@ void IdlThread::start() {
   stopping_ = false;
   health_.addHeartbeat(kHeartbeat, kMaxSilence);
   health_.beat(kHeartbeat);
-  // libopenvswitch logs reconnect chatter at INFO on stderr; the agent reports what matters.
-  okna_ovsdb_set_log_level(3);
+  // libopenvswitch's own log goes to the "ovs" logger (ovs_log.h), never raw to stderr.
+  routeOvsLogs();
   thread_ = std::thread([this] {
     // Asynchronous signals are the loop thread's business (Asio signal_set); OVS's
     // fatal-signal code must never run them here.

@@ -49,6 +49,8 @@ struct SbState {
   // The SB remote in use: OvsConfig::sbRemote, else external_ids:ovn-remote; "" = unknown.
   std::string remote;
   bool connected = false;
+  // Why it is not connected ("" when connected or not tried yet).
+  std::string connectionError;
   // The first contents (with the chassis condition) arrived: gatewayPorts can be trusted.
   bool synced = false;
   // logical_port of the chassisredirect Port_Bindings bound to this chassis, sorted.
@@ -60,6 +62,10 @@ struct SbState {
 
 struct Snapshot {
   bool connected = false;
+  // Why the local OVSDB is not connected ("" when it is), e.g. "Protocol error" (TLS).
+  std::string connectionError;
+  // An ovs.ssl file that cannot be read ("ovs.ssl.caCertFile /x: No such file or directory").
+  std::string tlsError;
   ObservedOvs ovs;
   // external_ids:system-id, the chassis name ("" when ovn-controller was never set up).
   std::string systemId;

@@ -173,6 +173,8 @@ class TestDefaultProfile(ChartCase):
         self.assertEqual(cfg["ovs"]["remote"], "unix:/var/run/openvswitch/db.sock")
         self.assertEqual(cfg["placement"]["cloudsFile"], "/etc/openkeel-node-agent/placement/clouds.yaml")
         self.assertEqual(cfg["placement"]["stateFile"], "/var/lib/openkeel-node-agent/placement-state.json")
+        # The OVS ownership record's copy: the same hostPath state directory.
+        self.assertEqual(cfg["ovs"]["stateFile"], "/var/lib/openkeel-node-agent/ovs-ownership.json")
         self.assertEqual(cfg["placement"]["cloud"], "openkeel")
         md = cfg["metadata"]
         self.assertEqual(md["sharedSecretFile"], "/etc/openkeel-node-agent/metadata/shared-secret")

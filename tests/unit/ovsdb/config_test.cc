@@ -62,6 +62,37 @@ TEST(OvsConfig, ErrorsNameTheField) {
       std::string::npos);
 }
 
+TEST(OvsConfig, SslBlockForBothRemotes) {
+  auto c = parse(R"(
+ovs:
+  remote: ssl:127.0.0.1:6640
+  sbRemote: ssl:10.0.0.1:6642,ssl:10.0.0.2:6642
+  ssl: {privateKeyFile: /k.pem, certificateFile: /c.pem, caCertFile: /ca.pem}
+)");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->ssl, (OvsSslConfig{"/k.pem", "/c.pem", "/ca.pem"}));
+  EXPECT_FALSE(OvsConfig{}.ssl.configured());
+}
+
+TEST(OvsConfig, SslErrorsNameTheField) {
+  const auto error = [](const std::string& yaml) {
+    auto c = parse(yaml);
+    return c.ok() ? std::string("(ok)") : c.error().message;
+  };
+  EXPECT_NE(error("ovs: {remote: 'ssl:127.0.0.1:6640'}").find("ovs.remote"), std::string::npos);
+  EXPECT_NE(error("ovs: {remote: 'ssl:127.0.0.1:6640'}").find("ovs.ssl"), std::string::npos);
+  EXPECT_NE(error("ovs: {sbRemote: 'tcp:1.2.3.4:6642,ssl:1.2.3.5:6642'}").find("ovs.sbRemote"),
+            std::string::npos);
+  EXPECT_NE(error("ovs: {ssl: {privateKeyFile: /k, certificateFile: /c}}").find("caCertFile"),
+            std::string::npos);
+  EXPECT_NE(error("ovs: {ssl: {privateKeyFile: /k, certificateFile: /c, caCertFile: /a, x: 1}}")
+                .find("ovs.ssl.x"),
+            std::string::npos);
+  EXPECT_NE(error("ovs: {ssl: {privateKeyFile: k.pem, certificateFile: /c, caCertFile: /a}}")
+                .find("ovs.ssl.privateKeyFile"),
+            std::string::npos);
+}
+
 TEST(IfaceName, Rules) {
   EXPECT_TRUE(isValidOvsIfaceName("br-ex"));
   EXPECT_TRUE(isValidOvsIfaceName("bond0.100"));
