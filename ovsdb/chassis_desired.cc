@@ -190,6 +190,18 @@ DesiredChassis planChassis(const OvsConfig& config, const k8s::NodeInfo& node,
     }
   }
 
+  if (const std::string* adopt = find(node.annotations, kAdoptOwnershipKey)) {
+    if (*adopt == "true") {
+      d.adoptOwnership = AdoptOwnership::Adopt;
+    } else if (*adopt == "none") {
+      d.adoptOwnership = AdoptOwnership::Disown;
+    } else {
+      d.warnings.push_back({"InvalidAdoptOwnership",
+                            "annotation " + std::string(kAdoptOwnershipKey) + "=\"" + *adopt +
+                                "\" is neither \"true\" (adopt) nor \"none\"; ignored"});
+    }
+  }
+
   d.bridgeMappings = planMappings(node, d.warnings, d.keepOwnedMappings);
   for (const auto& m : d.bridgeMappings) addBridge(d.bridges, m.bridge);
 

@@ -24,6 +24,7 @@
 #include "core/result.h"
 #include "k8s/objects.h"
 #include "ovsdb/config.h"
+#include "ovsdb/ownership.h"
 
 namespace okna::ovsdb {
 
@@ -35,6 +36,9 @@ inline constexpr const char* kExternalNicKey = "network.openkeel.io/external-nic
 // themselves, so the agent may plug a NIC that carries them (see ovsdb/README.md).
 inline constexpr const char* kExternalNicAddressMovesKey =
     "network.openkeel.io/external-nic-address-moves";
+// The operator's answer when the ownership record is lost (ownership.h): "true" adopts the items
+// the Node asks for that are present, "none" leaves them someone else's. Acts only while lost.
+inline constexpr const char* kAdoptOwnershipKey = "chassis.openkeel.io/adopt-ownership";
 inline constexpr const char* kCmsOptions = "ovn-cms-options";
 inline constexpr const char* kBridgeMappings = "ovn-bridge-mappings";
 inline constexpr const char* kGatewayItem = "enable-chassis-as-gw";
@@ -83,6 +87,11 @@ struct DesiredChassis {
   bool keepOwnedMappings = false;
   bool keepOwnedPorts = false;
   bool keepOwnedZone = false;
+  // From the annotation kAdoptOwnershipKey: what to do when the ownership record is lost.
+  AdoptOwnership adoptOwnership = AdoptOwnership::No;
+  // Set by the reconciler: the record's copy read from the state file at start (the IDL thread
+  // prefers its own memory of the record once it has one).
+  OwnershipCopy ownershipCopy;
 
   /** The ovn-cms-options items the agent owns now: gatewayCmsItems if gateway, else none. */
   std::vector<std::string> cmsItems() const;

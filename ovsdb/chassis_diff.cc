@@ -141,27 +141,158 @@ const DesiredBridge* findBridge(const DesiredChassis& d, const std::string& name
   return nullptr;
 }
 
+std::vector<std::string> trimmedItems(const ObservedOvs& observed, const std::string& key) {
+  std::vector<std::string> out;
+  if (const auto it = observed.externalIds.find(key); it != observed.externalIds.end())
+    for (const auto& t : splitList(it->second)) out.push_back(trim(t));
+  return out;
+}
+
+// What the Node asks for that is present in OVSDB, with the gateway items even without the
+// role (an enable-chassis-as-gw nobody owns is what a lost record leaves behind).
+OwnershipRecord presentWanted(const DesiredChassis& d, const ObservedOvs& observed) {
+  OwnershipRecord r;
+  const auto cms = trimmedItems(observed, kCmsOptions);
+  for (const auto& item : d.gatewayCmsItems)
+    if (contains(cms, item)) r.cmsItems.push_back(item);
+  const auto mappings = trimmedItems(observed, kBridgeMappings);
+  for (const auto& m : d.bridgeMappings)
+    if (contains(mappings, m.item())) r.mappings.push_back(m.item());
+  for (const auto& b : d.bridges) {
+    const auto obs = observed.bridges.find(b.name);
+    if (obs == observed.bridges.end()) continue;
+    r.bridges.push_back(b.name);
+    for (const auto& port : b.ports)
+      if (contains(obs->second.ports, port)) r.ports.emplace_back(b.name, port);
+  }
+  return r;
+}
+
+// `present` minus what `owned` already lists.
+OwnershipRecord notOwned(const OwnershipRecord& present, const OwnershipRecord& owned) {
+  OwnershipRecord r;
+  for (const auto& i : present.cmsItems)
+    if (!contains(owned.cmsItems, i)) r.cmsItems.push_back(i);
+  for (const auto& m : present.mappings)
+    if (!contains(owned.mappings, m)) r.mappings.push_back(m);
+  for (const auto& b : present.bridges)
+    if (!contains(owned.bridges, b)) r.bridges.push_back(b);
+  for (const auto& p : present.ports)
+    if (!contains(owned.ports, p)) r.ports.push_back(p);
+  return r;
+}
+
+void adopt(OwnershipRecord& owned, const OwnershipRecord& more) {
+  const OwnershipRecord add = notOwned(more, owned);
+  owned.cmsItems.insert(owned.cmsItems.end(), add.cmsItems.begin(), add.cmsItems.end());
+  owned.mappings.insert(owned.mappings.end(), add.mappings.begin(), add.mappings.end());
+  owned.bridges.insert(owned.bridges.end(), add.bridges.begin(), add.bridges.end());
+  owned.ports.insert(owned.ports.end(), add.ports.begin(), add.ports.end());
+}
+
+std::string describeItems(const OwnershipRecord& r) {
+  std::vector<std::string> parts;
+  for (const auto& i : r.cmsItems) parts.push_back(std::string(kCmsOptions) + " item " + i);
+  for (const auto& m : r.mappings) parts.push_back("bridge mapping " + m);
+  for (const auto& b : r.bridges) parts.push_back("bridge " + b);
+  for (const auto& [b, p] : r.ports) parts.push_back("port " + b + "/" + p);
+  if (parts.empty()) return "nothing the Node asks for";
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
+  return out;
+}
+
+// What the agent owns before this diff: the record in OVSDB; else (deleted, or unreadable) its
+// copy; else nothing, and the loss is marked in the record (lost) when there is evidence of one:
+// an unreadable record, or no record and an unreadable copy. (No record and no copy cannot be
+// told from a first start on a node configured by hand: nothing is reported.)
+// A loss lasts until the operator answers it (desired.adoptOwnership).
+OwnershipRecord resolveOwnership(const DesiredChassis& desired, const ObservedOvs& observed,
+                                 const OwnershipCopy& copy, OwnershipOutcome& outcome) {
+  using Kind = OwnershipOutcome::Kind;
+  const std::string name = std::string("external_ids:") + kOwnershipKey;
+  const bool copyKnown = copy.state == OwnershipCopy::State::Known;
+  const std::string noCopy = copy.state == OwnershipCopy::State::Unreadable
+                                 ? copy.where + " is unreadable (" + copy.error + ")"
+                                 : "there is no copy (" + copy.where + " is missing)";
+  OwnershipRecord before;
+  std::string lostWhy;
+  if (const auto it = observed.externalIds.find(kOwnershipKey); it != observed.externalIds.end()) {
+    auto parsed = parseOwnership(it->second);
+    if (parsed) {
+      before = std::move(*parsed);
+    } else if (copyKnown) {
+      before = copy.record;
+      outcome = {Kind::Recovered, name + " is unreadable (" + parsed.error().message +
+                                      "); recovered from " + copy.where};
+    } else {
+      lostWhy = name + " is unreadable (" + parsed.error().message + ") and " + noCopy;
+    }
+  } else if (copyKnown) {
+    before = copy.record;
+    if (!before.empty())
+      outcome = {Kind::Recovered, name + " was deleted; recovered from " + copy.where};
+  } else if (copy.state == OwnershipCopy::State::Unreadable) {
+    // No copy at all is a first start (items already there are an operator's); an unreadable
+    // one is a loss.
+    lostWhy = name + " is missing and " + noCopy;
+  }
+  if (!lostWhy.empty()) before.lost = true;
+  if (!before.lost) return before;
+
+  const OwnershipRecord unowned = notOwned(presentWanted(desired, observed), before);
+  switch (desired.adoptOwnership) {
+    case AdoptOwnership::Adopt:
+      adopt(before, unowned);
+      // A key holding only adopted items is taken as created by the agent too: it goes with
+      // its last item, as it would have had the record not been lost.
+      for (const auto& [key, owned] : {std::pair{kCmsOptions, &before.cmsItems},
+                                       std::pair{kBridgeMappings, &before.mappings}}) {
+        const auto items = trimmedItems(observed, key);
+        if (!items.empty() && !contains(before.createdKeys, std::string(key)) &&
+            std::all_of(items.begin(), items.end(),
+                        [&](const std::string& i) { return contains(*owned, i); }))
+          before.createdKeys.push_back(key);
+      }
+      before.lost = false;
+      outcome = {Kind::Adopted,
+                 "ownership adopted as the annotation " + std::string(kAdoptOwnershipKey) +
+                     "=true asks: " + describeItems(unowned) + " are now the agent's"};
+      break;
+    case AdoptOwnership::Disown:
+      before.lost = false;
+      outcome = {Kind::Disowned, "ownership loss acknowledged (annotation " +
+                                     std::string(kAdoptOwnershipKey) +
+                                     "=none): " + describeItems(unowned) + " stay someone else's"};
+      break;
+    case AdoptOwnership::No:
+      outcome = {Kind::Lost,
+                 (lostWhy.empty() ? name + " says the ownership was lost" : lostWhy) +
+                     ": what the agent applied before is unknown, so it treats " +
+                     describeItems(unowned) +
+                     " as someone else's and will never remove them. If the agent put them "
+                     "there, annotate the Node " +
+                     kAdoptOwnershipKey + "=true to adopt them (=none to leave them)"};
+      break;
+  }
+  return before;
+}
+
 }  // namespace
 
 ChassisOps diffChassis(const DesiredChassis& desired, const ObservedOvs& observed) {
+  return diffChassis(desired, observed, desired.ownershipCopy);
+}
+
+ChassisOps diffChassis(const DesiredChassis& desired, const ObservedOvs& observed,
+                       const OwnershipCopy& copy) {
   ChassisOps out;
   if (!observed.hasRoot) {
     out.notes.push_back("the Open_vSwitch table has no row yet (ovs-vsctl init)");
     return out;
   }
-  OwnershipRecord before;
   const auto recordIt = observed.externalIds.find(kOwnershipKey);
-  if (recordIt != observed.externalIds.end()) {
-    auto parsed = parseOwnership(recordIt->second);
-    if (parsed) {
-      before = std::move(*parsed);
-    } else {
-      // Owning nothing is the safe reading: nothing is deleted that might not be ours.
-      out.notes.push_back(std::string("external_ids:") + kOwnershipKey + " is unreadable (" +
-                          parsed.error().message + "); treating nothing as the agent's own");
-    }
-  }
-
+  OwnershipRecord before = resolveOwnership(desired, observed, copy, out.ownership);
   KeyChanges keys;
   // The gateway flag is never held (Neutron moves the gateways only once it is gone); the zone
   // item is, while the zone label is malformed and the node is still a gateway.
@@ -288,6 +419,7 @@ ChassisOps diffChassis(const DesiredChassis& desired, const ObservedOvs& observe
   }
 
   out.owned.drainSince = desired.drainSince;
+  out.owned.lost = before.lost;
   out.ops = std::move(adds);
   for (auto* group : {&keys.sets, &portDeletes, &bridgeDeletes, &keys.deletes})
     out.ops.insert(out.ops.end(), group->begin(), group->end());

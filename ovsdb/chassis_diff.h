@@ -62,6 +62,25 @@ struct OvsOp {
   bool operator==(const OvsOp&) const = default;
 };
 
+/** How the diff found what the agent owns (ownership.h). */
+struct OwnershipOutcome {
+  enum class Kind {
+    // The record in OVSDB (or no record, and nothing suggests one was lost).
+    Recorded,
+    // The record was deleted or unreadable; the copy was used and the record is rewritten.
+    Recovered,
+    // Deleted or unreadable with no copy left (or marked lost): the agent owns only what it added
+    // since; reported until the operator adopts.
+    Lost,
+    // The operator's annotation answered a loss.
+    Adopted,
+    Disowned,
+  };
+  Kind kind = Kind::Recorded;
+  std::string message;
+  bool operator==(const OwnershipOutcome&) const = default;
+};
+
 struct ChassisOps {
   // In application order (one OVSDB transaction): bridges, ports, keys, then removals, then
   // the ownership record.
@@ -71,6 +90,7 @@ struct ChassisOps {
   // Why something desired was not done or something owned not removed (yet): conflicts with
   // foreign state, a bridge that still has foreign ports, an unreadable ownership record.
   std::vector<std::string> notes;
+  OwnershipOutcome ownership;
   // The transaction must verify these columns (a concurrent writer -> TRY_AGAIN -> recompute).
   bool verifyExternalIds = false;
   bool verifyBridges = false;
@@ -78,6 +98,10 @@ struct ChassisOps {
   bool empty() const { return ops.empty(); }
 };
 
+/** `copy`: the record's copy used when the one in OVSDB is missing or unreadable (the overload
+ *  without it uses desired.ownershipCopy, the state file's). */
+ChassisOps diffChassis(const DesiredChassis& desired, const ObservedOvs& observed,
+                       const OwnershipCopy& copy);
 ChassisOps diffChassis(const DesiredChassis& desired, const ObservedOvs& observed);
 
 /** The bridges and ports the agent wants that ovs-vswitchd failed to create, one line each

@@ -26,8 +26,10 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
   return out;
 }
 
-// The ownership record in the snapshot (none when absent or unreadable).
+// What the agent owns: the IDL thread's knowledge, else the record in the snapshot (none when
+// absent or unreadable).
 std::optional<OwnershipRecord> ownershipRecord(const Snapshot& s) {
+  if (s.ownership) return s.ownership;
   const auto it = s.ovs.externalIds.find(kOwnershipKey);
   if (it == s.ovs.externalIds.end()) return std::nullopt;
   auto record = parseOwnership(it->second);
@@ -45,6 +47,22 @@ std::string isoTime(std::int64_t unix) {
   return out;
 }
 
+bool isSsl(const std::string& remote) {
+  return remote.rfind("ssl:", 0) == 0 || remote.find(",ssl:") != std::string::npos;
+}
+
+// Why a connection fails, with what to check when it is TLS.
+std::string connectionProblem(const std::string& remote, const std::string& error,
+                              const std::string& tlsError, bool sslConfigured) {
+  std::string out = error.empty() ? std::string("connecting") : error;
+  if (!isSsl(remote)) return out;
+  if (!sslConfigured) return out + "; TLS: ovs.ssl is not configured";
+  if (!tlsError.empty()) return out + "; TLS: " + tlsError;
+  return out +
+         "; TLS: check that ovs.ssl.caCertFile is the CA that signed the server's certificate, "
+         "that the server trusts ovs.ssl.certificateFile, and the agent's log (component ovs)";
+}
+
 }  // namespace
 
 ChassisReconciler::ChassisReconciler(boost::asio::io_context& io, OvsConfig config,
@@ -59,7 +77,16 @@ ChassisReconciler::ChassisReconciler(boost::asio::io_context& io, OvsConfig conf
       alive_(std::make_shared<bool>(true)),
       ownedClock_(clock ? nullptr : std::make_unique<core::AsioClock>(io)),
       clock_(clock ? clock : ownedClock_.get()),
+      stateFile_(config_.stateFile),
       drainTimer_(clock_->makeTimer()) {
+  fileCopy_ = stateFile_.load();
+  if (fileCopy_.state == OwnershipCopy::State::Unreadable)
+    core::logger(kComponent)
+        ->warn(
+            "{} is unreadable ({}); the ownership record in OVSDB is the only copy until it is "
+            "rewritten",
+            fileCopy_.where, fileCopy_.error);
+  if (fileCopy_.state == OwnershipCopy::State::Known) savedOwnership_ = fileCopy_.record;
   health_.addComponent(kComponent);
   health_.setReady(kComponent, false, "waiting for the Node");
   for (const char* result : {"success", "unchanged", "conflict", "error"})
@@ -67,6 +94,9 @@ ChassisReconciler::ChassisReconciler(boost::asio::io_context& io, OvsConfig conf
   metrics_.counter("okna_ovsdb_reconnects_total", "Reconnections to the local OVSDB");
   metrics_.gauge("okna_ovsdb_failed_interfaces",
                  "Bridges and ports of the agent that ovs-vswitchd failed to create");
+  metrics_.gauge("okna_ovsdb_ownership_lost",
+                 "1 while the record of what the agent wrote to OVSDB is lost with no copy "
+                 "(annotate the Node chassis.openkeel.io/adopt-ownership)");
   metrics_.gauge("okna_ovsdb_connected", "1 while connected to the local OVSDB");
   metrics_.gauge("okna_ovsdb_gateway_draining", "1 while a planned gateway failover waits");
   metrics_.gauge("okna_ovsdb_gateway_ports",
@@ -149,6 +179,7 @@ void ChassisReconciler::submit() {
   DesiredChassis effective = *planned_;
   effective.holdOwned = drain_.since != 0;
   effective.drainSince = drain_.since;
+  effective.ownershipCopy = fileCopy_;
   if (submitted_ && *submitted_ == effective) return;
   submitted_ = effective;
   thread_->submit(effective, ++generation_);
@@ -166,6 +197,8 @@ void ChassisReconciler::onSnapshot(std::shared_ptr<const Snapshot> snapshot) {
     core::logger(kComponent)->info("chassis configuration applied to {}", config_.remote);
   }
   reportFailedInterfaces();
+  reportOwnership();
+  mirrorOwnership();
   updateHealth();
   evaluateDrain();
   submit();
@@ -188,6 +221,48 @@ void ChassisReconciler::reportFailedInterfaces() {
   failedInterfaces_ = failed;
 }
 
+void ChassisReconciler::mirrorOwnership() {
+  // The copy follows what the agent owns; a write error is logged once per error and retried
+  // with the next change.
+  if (!snapshot_->ownership || snapshot_->ownership == savedOwnership_) return;
+  if (const auto saved = stateFile_.save(*snapshot_->ownership); !saved) {
+    if (saved.error().message != stateFileError_)
+      core::logger(kComponent)
+          ->warn("cannot keep the ownership record's copy: {} (errno {})", saved.error().message,
+                 saved.error().code);
+    stateFileError_ = saved.error().message;
+    return;
+  }
+  stateFileError_.clear();
+  savedOwnership_ = snapshot_->ownership;
+}
+
+void ChassisReconciler::reportOwnership() {
+  using Kind = OwnershipOutcome::Kind;
+  const Snapshot& s = *snapshot_;
+  auto log = core::logger(kComponent);
+  if (s.ownershipEvents != reportedOwnershipEvents_) {
+    reportedOwnershipEvents_ = s.ownershipEvents;
+    const OwnershipOutcome& e = s.lastOwnershipEvent;
+    if (e.kind == Kind::Recovered) {
+      // Whatever removed the record may have removed the copy too: rewrite it.
+      savedOwnership_.reset();
+      log->warn("{}", e.message);
+      event("Warning", "OwnershipRecovered", e.message);
+    } else {
+      log->info("{}; the annotation {} can be removed", e.message, kAdoptOwnershipKey);
+      event("Normal", "OwnershipAdopted", e.message);
+    }
+  }
+  const bool lost = s.ownershipOutcome.kind == Kind::Lost;
+  metrics_.gauge("okna_ovsdb_ownership_lost", "").set(lost ? 1 : 0);
+  if (lost && !reportedLost_) {
+    log->error("{}", s.ownershipOutcome.message);
+    event("Warning", "OwnershipLost", s.ownershipOutcome.message);
+  }
+  reportedLost_ = lost;
+}
+
 void ChassisReconciler::updateHealth() {
   if (!snapshot_) return;
   const Snapshot& s = *snapshot_;
@@ -197,10 +272,20 @@ void ChassisReconciler::updateHealth() {
   if (planned_)
     for (const auto& w : planned_->warnings)
       problems += (problems.empty() ? "" : "; ") + w.reason + ": " + w.message;
+  // A lost ownership record: the node works, but removing a role would leave its items behind.
+  if (s.ownershipOutcome.kind == OwnershipOutcome::Kind::Lost)
+    problems += (problems.empty() ? "" : "; ") + std::string("OwnershipLost: ") +
+                s.ownershipOutcome.message;
+  if (!s.sb.remote.empty() && !s.sb.connected && !s.sb.connectionError.empty())
+    problems +=
+        (problems.empty() ? "" : "; ") + std::string("Southbound DB ") + s.sb.remote + ": " +
+        connectionProblem(s.sb.remote, s.sb.connectionError, s.tlsError, config_.ssl.configured());
   if (!s.connected) {
-    health_.setReady(kComponent, false,
-                     "not connected to " + config_.remote +
-                         (s.lastError.empty() ? "" : " (" + s.lastError + ")"));
+    const std::string why = s.connectionError.empty() ? s.lastError : s.connectionError;
+    health_.setReady(
+        kComponent, false,
+        "not connected to " + config_.remote + " (" +
+            connectionProblem(config_.remote, why, s.tlsError, config_.ssl.configured()) + ")");
   } else if (!s.ovs.hasRoot) {
     health_.setReady(kComponent, false, "the Open_vSwitch table has no row (ovs-vsctl init)");
   } else if (!ready_) {
@@ -395,6 +480,9 @@ void ChassisReconciler::updateMetrics(const Snapshot& previous, const Snapshot& 
   if (s.stats.reconnects > previous.stats.reconnects)
     metrics_.counter("okna_ovsdb_reconnects_total", "")
         .inc(static_cast<double>(s.stats.reconnects - previous.stats.reconnects));
+  metrics_.gauge("okna_ovsdb_ownership_lost",
+                 "1 while the record of what the agent wrote to OVSDB is lost with no copy "
+                 "(annotate the Node chassis.openkeel.io/adopt-ownership)");
   metrics_.gauge("okna_ovsdb_connected", "").set(s.connected ? 1 : 0);
   metrics_.gauge("okna_ovsdb_gateway_ports", "").set(static_cast<double>(s.sb.gatewayPorts.size()));
 }

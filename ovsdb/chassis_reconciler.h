@@ -18,6 +18,12 @@
 // okna_ovsdb_gateway_drain_seconds histogram and Node Events GatewayDrainStarted (once gateways
 // are known to be bound here), GatewayDrained (after a Started) or GatewayDrainTimedOut.
 //
+// The ownership record (ownership.h) is mirrored to OvsConfig::stateFile after every change;
+// when the record is deleted or garbled it is recovered from the agent's memory or that file
+// (Warning Event OwnershipRecovered); when neither is left, Warning Event OwnershipLost, the
+// okna_ovsdb_ownership_lost gauge and the readiness detail say so until the operator answers
+// with the annotation chassis.openkeel.io/adopt-ownership (true | none).
+//
 // Readiness component "ovsdb": connected and the first desired state applied.
 // Metrics: okna_ovsdb_transactions_total{result=success|unchanged|conflict|error},
 // okna_ovsdb_reconnects_total, okna_ovsdb_connected, okna_ovsdb_gateway_ports,
@@ -43,6 +49,7 @@
 #include "ovsdb/host_nics.h"
 #include "ovsdb/idl_thread.h"
 #include "ovsdb/ovsdb_applier.h"
+#include "ovsdb/ownership_state_file.h"
 
 namespace okna::core {
 class HealthRegistry;
@@ -98,6 +105,8 @@ class ChassisReconciler {
  private:
   void onSnapshot(std::shared_ptr<const Snapshot> snapshot);
   void reportFailedInterfaces();
+  void mirrorOwnership();
+  void reportOwnership();
   void updateHealth();
   void evaluateDrain();
   void armDrainTimer(std::int64_t now);
@@ -123,6 +132,13 @@ class ChassisReconciler {
   std::vector<ChassisWarning> reportedWarnings_;
   // The external NIC the host check refused to plug ("" when none), and why.
   std::string refusedNic_;
+  // The ownership record's copy on disk, as read at start (sent with every desired state).
+  OwnershipStateFile stateFile_;
+  OwnershipCopy fileCopy_;
+  std::optional<OwnershipRecord> savedOwnership_;
+  std::string stateFileError_;
+  bool reportedLost_ = false;
+  std::uint64_t reportedOwnershipEvents_ = 0;
   // failedInterfaces() of the last snapshot (reported once each).
   std::vector<std::string> failedInterfaces_;
   std::shared_ptr<const Snapshot> snapshot_;

@@ -18,6 +18,23 @@ bool isOvsdbRemote(const std::string& remote) {
   return false;
 }
 
+// All three files: libopenvswitch's SSL client needs a key and certificate (ovsdb-server asks
+// for the client's) and a CA to verify the server (no bootstrap: trust on first use is not
+// a production setting).
+OvsSslConfig parseSsl(const core::YamlField& f) {
+  f.expectKeys({"privateKeyFile", "certificateFile", "caCertFile"});
+  OvsSslConfig ssl;
+  for (auto [key, into] : {std::pair{"privateKeyFile", &ssl.privateKeyFile},
+                           std::pair{"certificateFile", &ssl.certificateFile},
+                           std::pair{"caCertFile", &ssl.caCertFile}}) {
+    const auto v = f.get(key);
+    if (!v) f.fail(std::string(key) + " is required (a PEM file)");
+    *into = v->asString();
+    if (into->empty() || into->front() != '/') v->fail("must be an absolute path of a PEM file");
+  }
+  return ssl;
+}
+
 }  // namespace
 
 bool isValidOvsIfaceName(const std::string& name) {
@@ -31,7 +48,8 @@ bool isValidOvsIfaceName(const std::string& name) {
 }
 
 OvsConfig parseOvsConfig(const core::YamlField& f) {
-  f.expectKeys({"enabled", "remote", "sbRemote", "drainTimeoutSeconds", "defaultExternalBridge"});
+  f.expectKeys({"enabled", "remote", "sbRemote", "drainTimeoutSeconds", "defaultExternalBridge",
+                "stateFile", "ssl"});
   OvsConfig c;
   c.enabled = true;
   if (auto e = f.get("enabled")) c.enabled = e->asBool();
@@ -55,8 +73,18 @@ OvsConfig parseOvsConfig(const core::YamlField& f) {
       start = comma + 1;
     }
   }
+  if (auto s = f.get("ssl")) c.ssl = parseSsl(*s);
+  const char* needsSsl =
+      "an ssl: remote needs ovs.ssl (privateKeyFile, certificateFile, caCertFile)";
+  if (auto r = f.get("remote"); r && startsWith(c.remote, "ssl:") && !c.ssl.configured())
+    r->fail(needsSsl);
+  if (auto r = f.get("sbRemote");
+      r && (startsWith(c.sbRemote, "ssl:") || c.sbRemote.find(",ssl:") != std::string::npos) &&
+      !c.ssl.configured())
+    r->fail(needsSsl);
   if (auto d = f.get("drainTimeoutSeconds"))
     c.drainTimeout = std::chrono::seconds(d->asInt(0, 86400));
+  if (auto v = f.get("stateFile")) c.stateFile = v->asString();
   if (auto b = f.get("defaultExternalBridge")) {
     c.defaultExternalBridge = b->asString();
     if (!isValidOvsIfaceName(c.defaultExternalBridge))

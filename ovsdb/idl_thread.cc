@@ -14,6 +14,8 @@
 #include "core/health.h"
 #include "core/logging.h"
 #include "ovsdb/ovs_chassis_glue.h"
+#include "ovsdb/ovs_idl_glue.h"
+#include "ovsdb/ovs_log.h"
 #include "ovsdb/ovs_metadata_glue.h"
 
 namespace okna::ovsdb {
@@ -182,6 +184,7 @@ class IdlThread::Loop {
   explicit Loop(IdlThread& owner) : owner_(owner), log_(core::logger("ovsdb")) {}
 
   void run() {
+    applySsl();
     ovs_ = okna_ovs_idl_open_chassis(owner_.config_.remote.c_str());
     while (!owner_.stopping_.load()) {
       owner_.health_.beat(kHeartbeat);
@@ -223,7 +226,28 @@ class IdlThread::Loop {
     }
   }
 
+  // libopenvswitch's stream-ssl is process-wide (both IDLs share it) and re-reads a file whose
+  // mtime changed: called on every pass, a rotated certificate is picked up within a second.
+  void applySsl() {
+    const OvsSslConfig& ssl = owner_.config_.ssl;
+    if (!ssl.configured()) return;
+    std::string problem;
+    for (const auto& [name, path] : {std::pair{"privateKeyFile", &ssl.privateKeyFile},
+                                     std::pair{"certificateFile", &ssl.certificateFile},
+                                     std::pair{"caCertFile", &ssl.caCertFile}}) {
+      if (::access(path->c_str(), R_OK) == 0) continue;
+      problem = std::string("ovs.ssl.") + name + " " + *path + ": " + std::strerror(errno);
+      break;
+    }
+    if (problem != snap_.tlsError && !problem.empty()) log_->error("{}", problem);
+    snap_.tlsError = problem;
+    if (problem.empty())
+      okna_ovsdb_set_ssl_files(ssl.privateKeyFile.c_str(), ssl.certificateFile.c_str(),
+                               ssl.caCertFile.c_str());
+  }
+
   void pass() {
+    applySsl();
     okna_ovs_idl_run(ovs_);
     if (sb_) okna_sb_idl_run(sb_);
 
@@ -239,6 +263,7 @@ class IdlThread::Loop {
     }
     connected_ = connected;
     snap_.connected = connected;
+    snap_.connectionError = connected ? "" : okna_ovs_idl_connection_error(ovs_);
 
     if (txn_) finishTxn();
 
@@ -254,6 +279,9 @@ class IdlThread::Loop {
       seqno_ = seqno;
       snap_.ovs = readObserved(ovs_);
       snap_.systemId = valueOr(snap_.ovs.externalIds, "system-id");
+      if (const auto it = snap_.ovs.externalIds.find(kOwnershipKey);
+          it != snap_.ovs.externalIds.end())
+        if (auto record = parseOwnership(it->second)) known_ = std::move(*record);
       snap_.integrationIfaceIds = metadata_ && metadata_->enabled
                                       ? readIfaceIds(ovs_, metadata_->bridge)
                                       : ObservedBridgeIfaceIds{};
@@ -270,12 +298,29 @@ class IdlThread::Loop {
 
   void reconcile() {
     ChassisOps ops;
-    if (desired_) ops = diffChassis(*desired_, snap_.ovs);
+    if (desired_) {
+      // Once the agent knows the record, its memory is the copy: a deleted or garbled record is
+      // restored from what this process last saw, the state file being only the first copy.
+      ops = known_ ? diffChassis(*desired_, snap_.ovs,
+                                 {OwnershipCopy::State::Known, *known_, "the agent's memory", ""})
+                   : diffChassis(*desired_, snap_.ovs);
+      using Kind = OwnershipOutcome::Kind;
+      const Kind kind = ops.ownership.kind;
+      if (kind != snap_.ownershipOutcome.kind &&
+          (kind == Kind::Recovered || kind == Kind::Adopted || kind == Kind::Disowned)) {
+        ++snap_.ownershipEvents;
+        snap_.lastOwnershipEvent = ops.ownership;
+      }
+      snap_.ownershipOutcome = ops.ownership;
+    }
     if (ops.notes != snap_.notes) {
       for (const auto& n : ops.notes) log_->warn("{}", n);
       snap_.notes = ops.notes;
     }
-    if (desired_ && ops.empty()) snap_.convergedGeneration = generation_;
+    if (desired_ && ops.empty()) {
+      snap_.convergedGeneration = generation_;
+      known_ = ops.owned;
+    }
     // The metadata ports go in the same transaction (after the chassis ops); the diff emits
     // nothing for a bridge that is not there, so they can never block the chassis ops.
     const std::size_t chassisOps = ops.ops.size();
@@ -295,6 +340,7 @@ class IdlThread::Loop {
                               ops.verifyBridges, "openkeel-node-agent: OVN chassis configuration");
     if (!txn_) return;  // the replica changed under the diff; the next change retries
     txnSeqno_ = seqno_;
+    txnOwned_ = chassisOps > 0 ? std::optional<OwnershipRecord>(ops.owned) : std::nullopt;
     txnOps_.clear();
     for (const auto& op : ops.ops) txnOps_.push_back(describe(op));
     finishTxn();
@@ -310,6 +356,7 @@ class IdlThread::Loop {
       case OKNA_TXN_SUCCESS:
         ++snap_.stats.success;
         for (const auto& op : txnOps_) log_->info("{}", op);
+        if (txnOwned_) known_ = *txnOwned_;
         snap_.lastError.clear();
         errorBackoff_ = {};
         break;
@@ -360,6 +407,7 @@ class IdlThread::Loop {
     }
     if (!sb_) return;
     snap_.sb.connected = okna_sb_idl_is_connected(sb_) != 0;
+    snap_.sb.connectionError = snap_.sb.connected ? "" : okna_sb_idl_connection_error(sb_);
     const bool synced = okna_sb_idl_has_ever_connected(sb_) != 0;
     const unsigned seqno = okna_sb_idl_seqno(sb_);
     const bool metadata = metadata_ && metadata_->enabled;
@@ -446,6 +494,7 @@ class IdlThread::Loop {
   }
 
   void publish() {
+    snap_.ownership = known_;
     if (published_ && *published_ == snap_) return;
     published_ = std::make_shared<const Snapshot>(snap_);
     owner_.onSnapshot_(published_);
@@ -475,6 +524,10 @@ class IdlThread::Loop {
   okna_sb_txn* sbTxn_ = nullptr;
   Clock::time_point sbRetryAt_{};
   std::vector<std::string> txnOps_;
+  // The ownership record the running transaction writes (nullopt: no chassis ops in it).
+  std::optional<OwnershipRecord> txnOwned_;
+  // Snapshot::ownership.
+  std::optional<OwnershipRecord> known_;
   std::shared_ptr<const DesiredChassis> desired_;
   std::uint64_t generation_ = 0;
   std::shared_ptr<const DesiredMetadataOvs> metadata_;
@@ -514,8 +567,8 @@ void IdlThread::start() {
   stopping_ = false;
   health_.addHeartbeat(kHeartbeat, kMaxSilence);
   health_.beat(kHeartbeat);
-  // libopenvswitch logs reconnect chatter at INFO on stderr; the agent reports what matters.
-  okna_ovsdb_set_log_level(3);
+  // libopenvswitch's own log goes to the "ovs" logger (ovs_log.h), never raw to stderr.
+  routeOvsLogs();
   thread_ = std::thread([this] {
     // Asynchronous signals are the loop thread's business (Asio signal_set); OVS's
     // fatal-signal code must never run them here.

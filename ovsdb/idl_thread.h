@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,6 +50,8 @@ struct SbState {
   // The SB remote in use: OvsConfig::sbRemote, else external_ids:ovn-remote; "" = unknown.
   std::string remote;
   bool connected = false;
+  // Why it is not connected ("" when connected or not tried yet).
+  std::string connectionError;
   // The first contents (with the chassis condition) arrived: gatewayPorts can be trusted.
   bool synced = false;
   // logical_port of the chassisredirect Port_Bindings bound to this chassis, sorted.
@@ -60,6 +63,10 @@ struct SbState {
 
 struct Snapshot {
   bool connected = false;
+  // Why the local OVSDB is not connected ("" when it is), e.g. "Protocol error" (TLS).
+  std::string connectionError;
+  // An ovs.ssl file that cannot be read ("ovs.ssl.caCertFile /x: No such file or directory").
+  std::string tlsError;
   ObservedOvs ovs;
   // external_ids:system-id, the chassis name ("" when ovn-controller was never set up).
   std::string systemId;
@@ -70,6 +77,16 @@ struct Snapshot {
   ObservedBridgeIfaceIds integrationIfaceIds;
   // The last submitted metadata generation whose diff came out empty (0: none yet).
   std::uint64_t metadataConvergedGeneration = 0;
+  // What the agent owns as far as it knows (ownership.h): the last valid record seen in OVSDB
+  // or written by its own transaction; kept when the record is deleted or garbled behind its
+  // back (the in-memory copy). nullopt until known. The reconciler mirrors it to the state file.
+  std::optional<OwnershipRecord> ownership;
+  // How the last diff found it (recovered, lost, adopted).
+  OwnershipOutcome ownershipOutcome;
+  // Recoveries and adoptions so far (the loop may see only the newest snapshot, where the
+  // record is already rewritten) and the last of them.
+  std::uint64_t ownershipEvents = 0;
+  OwnershipOutcome lastOwnershipEvent;
   // The notes of the last diff (conflicts, bridges kept for foreign ports).
   std::vector<std::string> notes;
   // The last transaction error ("" after a success).

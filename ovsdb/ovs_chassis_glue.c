@@ -406,6 +406,11 @@ int okna_sb_idl_is_connected(const okna_sb_idl* h) {
   return h && ovsdb_idl_is_connected(h->idl);
 }
 
+const char* okna_sb_idl_connection_error(const okna_sb_idl* h) {
+  const int error = h ? ovsdb_idl_get_last_error(h->idl) : 0;
+  return error ? ovs_retval_to_string(error) : "";
+}
+
 int okna_sb_idl_has_ever_connected(const okna_sb_idl* h) {
   return h && ovsdb_idl_has_ever_connected(h->idl);
 }

@@ -103,6 +103,8 @@ void okna_ovs_txn_destroy(okna_ovs_txn*);
  * cluster member (not only the RAFT leader), like ovn-controller. */
 okna_sb_idl* okna_sb_idl_open_gateways(const char* remote, const char* chassis_name);
 int okna_sb_idl_is_connected(const okna_sb_idl*);
+/* As okna_ovs_idl_connection_error. */
+const char* okna_sb_idl_connection_error(const okna_sb_idl*);
 /* The conditions are set before the first connection, so the first monitor request carries them
  * (ovsdb-cs acks them without a monitor_cond_change): once this is true, the replica holds
  * exactly the rows they select. */

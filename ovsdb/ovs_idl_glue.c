@@ -5,10 +5,13 @@
 #include "ovs_idl_glue.h"
 #include "ovs_idl_glue_private.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/vswitch-idl.h" /* Open_vSwitch IDL, compiled into libopenvswitch */
 #include "openvswitch/poll-loop.h"
@@ -19,6 +22,8 @@
 #include "stream-ssl.h"
 #include "timeval.h"
 #include "util.h"
+
+VLOG_DEFINE_THIS_MODULE(okna_glue);
 
 const char* okna_ovsdb_status_str(okna_ovsdb_status s) {
   switch (s) {
@@ -43,6 +48,36 @@ void okna_ovsdb_set_log_level(int level) {
     level = VLL_DBG;
   }
   vlog_set_levels(NULL, VLF_ANY_DESTINATION, (enum vlog_level)level);
+}
+
+int okna_ovsdb_log_to_pipe(int level) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fds[1]);
+  vlog_set_levels(NULL, VLF_CONSOLE, VLL_OFF);
+  vlog_set_levels(NULL, VLF_SYSLOG, VLL_OFF);
+  vlog_set_pattern(VLF_FILE, "%p|%c|%m");
+  /* vlog opens its own descriptor of the pipe (writes of one message are single write()s). */
+  const int error = vlog_set_log_file(path);
+  close(fds[1]);
+  if (error) {
+    close(fds[0]);
+    errno = error;
+    return -1;
+  }
+  if (level < VLL_OFF) {
+    level = VLL_OFF;
+  } else if (level > VLL_DBG) {
+    level = VLL_DBG;
+  }
+  vlog_set_levels(NULL, VLF_FILE, (enum vlog_level)level);
+  return fds[0];
+}
+
+void okna_ovsdb_vlog(int level, const char* message) {
+  if (level < VLL_EMER || level > VLL_DBG) return;
+  VLOG((enum vlog_level)level, "%s", message);
 }
 
 void okna_ovsdb_set_ssl_files(const char* private_key, const char* certificate,
@@ -142,6 +177,11 @@ okna_ovsdb_status okna_ovs_idl_wait_change(okna_ovs_idl* h, unsigned int seqno, 
 
 int okna_ovs_idl_is_connected(const okna_ovs_idl* h) {
   return h && ovsdb_idl_is_connected(h->idl);
+}
+
+const char* okna_ovs_idl_connection_error(const okna_ovs_idl* h) {
+  const int error = h ? ovsdb_idl_get_last_error(h->idl) : 0;
+  return error ? ovs_retval_to_string(error) : "";
 }
 
 okna_ovsdb_status okna_ovs_idl_foreach_external_id(okna_ovs_idl* h, okna_ovsdb_kv_cb cb,

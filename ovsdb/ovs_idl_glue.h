@@ -31,6 +31,15 @@ const char* okna_ovsdb_status_str(okna_ovsdb_status);
  * 0 = off, 1 = emer, 2 = err, 3 = warn, 4 = info, 5 = dbg. Default in OVS: info on console. */
 void okna_ovsdb_set_log_level(int level);
 
+/* Process-wide: libopenvswitch's log no longer goes to the console or syslog but to a pipe whose
+ * read end (O_CLOEXEC) is returned, one line per message: "LEVEL|MODULE|MESSAGE" (LEVEL: EMER,
+ * ERR, WARN, INFO, DBG), at most `level` (as okna_ovsdb_set_log_level). -1 (errno) on error.
+ * Call once. */
+int okna_ovsdb_log_to_pipe(int level);
+
+/* Logs `message` through vlog at `level` (module okna_glue): for tests of the routing. */
+void okna_ovsdb_vlog(int level, const char* message);
+
 /* Process-wide: key, certificate and CA certificate for "ssl:" remotes (PEM file paths).
  * Any argument may be NULL to leave it unchanged. */
 void okna_ovsdb_set_ssl_files(const char* private_key, const char* certificate,
@@ -57,6 +66,9 @@ unsigned int okna_ovs_idl_seqno(const okna_ovs_idl*);
 /* Runs the IDL loop (blocking in poll) until the seqno differs from 'seqno' or timeout. */
 okna_ovsdb_status okna_ovs_idl_wait_change(okna_ovs_idl*, unsigned int seqno, int timeout_ms);
 int okna_ovs_idl_is_connected(const okna_ovs_idl*);
+/* Why the IDL's session last failed to connect or dropped ("" when it did not), e.g.
+ * "Protocol error" for a TLS handshake the peer or the CA refused. Static storage. */
+const char* okna_ovs_idl_connection_error(const okna_ovs_idl*);
 
 typedef void (*okna_ovsdb_kv_cb)(void* ctx, const char* key, const char* value);
 

@@ -21,6 +21,7 @@ std::string formatOwnership(const OwnershipRecord& r) {
     out["ports"] = ports;
   }
   if (r.drainSince != 0) out["drain"] = r.drainSince;
+  if (r.lost) out["lost"] = true;
   return out.dump();
 }
 
@@ -53,6 +54,10 @@ core::Result<OwnershipRecord> parseOwnership(const std::string& text) {
     if (!doc["drain"].is_number_integer() || doc["drain"].get<std::int64_t>() <= 0)
       return core::makeError("drain: expected a positive integer (unix seconds)");
     r.drainSince = doc["drain"].get<std::int64_t>();
+  }
+  if (doc.contains("lost")) {
+    if (doc["lost"] != true) return core::makeError("lost: expected true");
+    r.lost = true;
   }
   return r;
 }

@@ -6,6 +6,13 @@
 //
 //   {"v":1,"cms":["enable-chassis-as-gw"],"mappings":["physnet1:br-ex"],
 //    "keys":["ovn-cms-options"],"bridges":["br-ex"],"ports":[["br-ex","bond1"]],"drain":1700000000}
+//
+// The record is precious: without it the agent cannot tell its items from an operator's, so
+// removing the network role would leave the node a gateway for ever. A second copy lives outside
+// OVSDB (OwnershipCopy: the IDL thread's memory while the agent runs, the state file of
+// ownership_state_file.h across restarts); chassis_diff recovers from it when the record is
+// deleted or garbled, and marks the ownership "lost" ("lost":true) when no copy is left, until
+// the operator adopts (AdoptOwnership).
 
 #include <cstdint>
 #include <string>
@@ -33,12 +40,42 @@ struct OwnershipRecord {
   // When the running planned gateway failover started (unix seconds; 0: none), so that a new
   // agent process continues it (gateway_drain.h).
   std::int64_t drainSince = 0;
+  // The record was found deleted or unreadable with no copy left: what the agent owned before is
+  // unknown (only what it added since is listed). Kept, and reported, until the operator adopts.
+  bool lost = false;
 
   bool empty() const {
     return cmsItems.empty() && mappings.empty() && createdKeys.empty() && bridges.empty() &&
-           ports.empty() && drainSince == 0;
+           ports.empty() && drainSince == 0 && !lost;
   }
   bool operator==(const OwnershipRecord&) const = default;
+};
+
+/** The agent's own copy of the record, outside OVSDB. */
+struct OwnershipCopy {
+  enum class State {
+    // No copy: the agent's first start on this host, or the state file was removed.
+    None,
+    // `record` is what the agent owned (possibly nothing) when the copy was taken.
+    Known,
+    // The copy exists but cannot be read (`error`).
+    Unreadable,
+  };
+  State state = State::None;
+  OwnershipRecord record;
+  // Where the copy is, for messages: "the agent's memory", "state file /var/lib/...".
+  std::string where;
+  std::string error;
+  bool operator==(const OwnershipCopy&) const = default;
+};
+
+/** The operator's answer to a lost ownership (Node annotation kAdoptOwnershipKey). */
+enum class AdoptOwnership {
+  No,
+  // "true": the items the Node asks for that are present become the agent's.
+  Adopt,
+  // "none": they stay someone else's; the agent owns only what it added since the loss.
+  Disown,
 };
 
 std::string formatOwnership(const OwnershipRecord& record);

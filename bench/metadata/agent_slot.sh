@@ -36,7 +36,7 @@ fi
 cat >"$d/agent.yaml" <<YAML
 logging: {level: ${OKNA_LOG_LEVEL:-warn}}
 placement: {enabled: false}
-ovs: {remote: "$OKOF_OVS_REMOTE", sbRemote: "$OKOF_SB_REMOTE"}
+ovs: {remote: "$OKOF_OVS_REMOTE", sbRemote: "$OKOF_SB_REMOTE", stateFile: ""}
 metadata:
   sharedSecretFile: $OKOF_SHARED_SECRET_FILE
   nova: {host: ${OKOF_NOVA_HOST:-127.0.0.1}, port: $OKOF_NOVA_PORT}

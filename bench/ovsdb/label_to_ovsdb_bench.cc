@@ -62,11 +62,11 @@ int main(int argc, char** argv) {
   OvsdbServer ovs(OvsdbServer::Kind::OpenVSwitch);
   ovs.vsctl({"add-br", "br-int"});
   okna::testing::FakeApiServer server({std::string(OKNA_TEST_DATA_DIR) + "/lab-1.node.yaml"});
-  okna::testing::AgentProcess agent(
-      server.dir(),
-      "logging: {level: info}\novs: {drainTimeoutSeconds: 0}\nplacement: {enabled: false}\n",
-      {"--node-name", "lab-1", "--kubeconfig", server.kubeconfig(), "--context", "node-agent",
-       "--ovsdb", ovs.remote()});
+  okna::testing::AgentProcess agent(server.dir(),
+                                    "logging: {level: info}\novs: {drainTimeoutSeconds: 0, "
+                                    "stateFile: \"\"}\nplacement: {enabled: false}\n",
+                                    {"--node-name", "lab-1", "--kubeconfig", server.kubeconfig(),
+                                     "--context", "node-agent", "--ovsdb", ovs.remote()});
   okna_ovsdb_set_log_level(2);
   okna_ovs_idl* idl = okna_ovs_idl_open(ovs.remote().c_str());
   if (okna_ovs_idl_wait_synced(idl, 10000) != OKNA_OVSDB_OK ||

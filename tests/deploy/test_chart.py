@@ -173,6 +173,8 @@ class TestDefaultProfile(ChartCase):
         self.assertEqual(cfg["ovs"]["remote"], "unix:/var/run/openvswitch/db.sock")
         self.assertEqual(cfg["placement"]["cloudsFile"], "/etc/openkeel-node-agent/placement/clouds.yaml")
         self.assertEqual(cfg["placement"]["stateFile"], "/var/lib/openkeel-node-agent/placement-state.json")
+        # The OVS ownership record's copy: the same hostPath state directory.
+        self.assertEqual(cfg["ovs"]["stateFile"], "/var/lib/openkeel-node-agent/ovs-ownership.json")
         self.assertEqual(cfg["placement"]["cloud"], "openkeel")
         md = cfg["metadata"]
         self.assertEqual(md["sharedSecretFile"], "/etc/openkeel-node-agent/metadata/shared-secret")
@@ -192,6 +194,20 @@ class TestDefaultProfile(ChartCase):
         self.assertEqual(cfg["metadata"]["nova"]["clientKeyFile"],
                          "/etc/openkeel-node-agent/metadata/nova-tls/tls.key")
         self.assertEqual(cfg["ovs"]["sbRemote"], "ssl:10.0.0.5:6642,ssl:10.0.0.6:6642")
+
+    def test_ovn_tls_secret(self):
+        self.assertNotIn("ssl", agent_config(self.objs)["ovs"])
+        objs = render(sets=["ovs.sbRemote=ssl:10.0.0.5:6642", "ovs.tlsSecret=ovn-tls"])
+        self.assertEqual(agent_config(objs)["ovs"]["ssl"], {
+            "privateKeyFile": "/etc/openkeel-node-agent/ovn-tls/tls.key",
+            "certificateFile": "/etc/openkeel-node-agent/ovn-tls/tls.crt",
+            "caCertFile": "/etc/openkeel-node-agent/ovn-tls/ca.crt"})
+        spec = pod_spec(objs)
+        volume = next(v for v in spec["volumes"] if v["name"] == "ovn-tls")
+        self.assertEqual(volume["secret"]["secretName"], "ovn-tls")
+        mounts = {m["name"]: m for m in spec["containers"][0]["volumeMounts"]}
+        self.assertEqual(mounts["ovn-tls"]["mountPath"], "/etc/openkeel-node-agent/ovn-tls")
+        self.assertNotIn("subPath", mounts["ovn-tls"])
 
     def test_node_patch_policy(self):
         objs = render(sets=["nodePatchPolicy.enabled=true"])
@@ -271,7 +287,8 @@ class TestPlacementVariants(ChartCase):
 class TestOfflineSchemaValidation(ChartCase):
     VARIANTS = [[], ["-f", "hardened-okadm.yaml"], ["--set", "forceDownscale=true"], ["-f", "raw-overrides.yaml"],
                 ["--set", "nodePatchPolicy.enabled=true"], ["--set", "metadata.enabled=false"],
-                ["--set", "metadata.nova.tlsSecret=nova-tls", "--set", "openstackPlacement.caSecret.name=ca"]]
+                ["--set", "metadata.nova.tlsSecret=nova-tls", "--set", "openstackPlacement.caSecret.name=ca"],
+                ["--set", "ovs.tlsSecret=ovn-tls", "--set", "ovs.sbRemote=ssl:10.0.0.5:6642"]]
 
     def test_every_variant_validates(self):
         for variant in self.VARIANTS:
@@ -318,6 +335,11 @@ class TestAgentAcceptsTheRenderedConfig(ChartCase):
         self.assertEqual(sorted(self.dry_run([], "lab-1.node.yaml")["roles"]),
                          ["compute", "controlPlane", "network", "storage"])
         self.assertEqual(self.dry_run([], "ok-net-2.node.json")["roles"], [])
+
+    def test_ovn_tls(self):
+        # ovs.ssl as the chart writes it passes the agent's strict parser.
+        self.assertEqual(self.dry_run(["ovs.tlsSecret=ovn-tls", "ovs.sbRemote=ssl:10.0.0.5:6642"],
+                                      "ok-net-2.node.json")["roles"], [])
 
     def test_hardened_profile(self):
         plan = self.dry_run(["global.nodeRoles.profile=hardened"], "ok-net-2.node.json")

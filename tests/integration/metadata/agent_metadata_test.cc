@@ -129,7 +129,7 @@ class AgentMetadataTest : public ::testing::Test {
     const std::string config =
         "logging: {level: debug}\n"
         "placement: {enabled: false}\n"
-        "ovs: {drainTimeoutSeconds: 0}\n"
+        "ovs: {drainTimeoutSeconds: 0, stateFile: \"\"}\n"
         "metadata:\n"
         "  verifyIntervalSeconds: 0.5\n"
         "  sharedSecretFile: " +
@@ -282,7 +282,7 @@ TEST_F(AgentMetadataTest, DryRunListsWhatItWouldCreateKeepAndRemoveAndWritesNoth
   const auto net1 = chassis_->add_network(kNet1, "10.0.0.0/24");
   const auto vm1 = chassis_->add_vm(kNet1, "vm1", "10.0.0.11", "fa:16:3e:00:e2:11");
   std::ofstream(dir_ + "/dry.yaml")
-      << "ovs: {}\nmetadata: {sharedSecretFile: " << dir_ << "/agent-secret}\n";
+      << "ovs: {stateFile: \"\"}\nmetadata: {sharedSecretFile: " << dir_ << "/agent-secret}\n";
   const auto dryRun = [&] {
     const auto r = okna::testing::detail::run(
         {std::string(OKNA_BINARY_DIR) + "/agent/openkeel-node-agent", "--dry-run", "--config",

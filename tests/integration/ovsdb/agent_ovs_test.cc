@@ -29,7 +29,7 @@ kubernetes:
   watchTimeoutSeconds: {min: 60, max: 90}
   backoff: {initialMs: 100, maxMs: 800}
 logging: {level: debug}
-ovs: {drainTimeoutSeconds: 0}
+ovs: {drainTimeoutSeconds: 0, stateFile: ""}
 placement: {enabled: false}   # about OVS only
 metadata: {enabled: false}    # lab-1 is a compute node: metadata has its own end-to-end test
 )";

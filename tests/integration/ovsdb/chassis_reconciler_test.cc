@@ -52,6 +52,7 @@ class ChassisReconcilerTest : public ::testing::Test {
     c.enabled = true;
     c.remote = ovs_->remote();
     c.drainTimeout = drain;
+    c.stateFile = "";  // the record's copy: ownership_recovery_test
     return std::make_unique<ChassisReconciler>(io_, c, metrics_, health_, nullptr);
   }
 

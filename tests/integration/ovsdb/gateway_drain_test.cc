@@ -67,6 +67,7 @@ class GatewayDrainTest : public ::testing::Test {
     c.enabled = true;
     c.remote = ovs_->remote();
     c.drainTimeout = drain;
+    c.stateFile = "";  // the ownership record's copy: chassis_reconciler_test
     return std::make_unique<ChassisReconciler>(io_, c, metrics_, health_, &events_);
   }
 

@@ -149,6 +149,7 @@ TEST(GatewayFailoverEndToEnd, FlagFirstMappingsKeptUntilTheGatewayLeftThenRemove
   OvsConfig config;
   config.enabled = true;
   config.remote = chassis.ovs_remote();
+  config.stateFile = "";
   config.drainTimeout = 120s;  // far beyond the test's bounds: passing means "drained"
   ChassisReconciler agent(io, config, metrics, health, &events);
 
@@ -244,6 +245,7 @@ TEST(OvsVswitchdFailures, AMissingExternalNicIsReportedNotReadyMetricAndEvent) {
   OvsConfig config;
   config.enabled = true;
   config.remote = chassis.ovs_remote();
+  config.stateFile = "";
   ChassisReconciler agent(io, config, metrics, health, &events);
   k8s::NodeInfo node;
   node.name = "net-1";

@@ -75,6 +75,7 @@ class MetadataViewTest : public ::testing::Test {
     OvsConfig c;
     c.enabled = true;
     c.remote = ovs_->remote();
+    c.stateFile = "";
     r_ = std::make_unique<ChassisReconciler>(io_, c, metrics_, health_, nullptr);
     k8s::NodeInfo n;
     n.name = "cmp-1";

@@ -301,3 +301,21 @@ TEST(PlanChassis, EverythingTogether) {
 
 }  // namespace
 }  // namespace okna::ovsdb
+
+namespace okna::ovsdb {
+namespace {
+
+TEST(PlanChassis, AdoptOwnershipAnnotation) {
+  EXPECT_EQ(planChassis({}, node({}), {}).adoptOwnership, AdoptOwnership::No);
+  EXPECT_EQ(planChassis({}, node({}, {{kAdoptOwnershipKey, "true"}}), {}).adoptOwnership,
+            AdoptOwnership::Adopt);
+  EXPECT_EQ(planChassis({}, node({}, {{kAdoptOwnershipKey, "none"}}), {}).adoptOwnership,
+            AdoptOwnership::Disown);
+  const DesiredChassis bad = planChassis({}, node({}, {{kAdoptOwnershipKey, "yes"}}), {});
+  EXPECT_EQ(bad.adoptOwnership, AdoptOwnership::No);
+  ASSERT_EQ(bad.warnings.size(), 1u);
+  EXPECT_EQ(bad.warnings[0].reason, "InvalidAdoptOwnership");
+}
+
+}  // namespace
+}  // namespace okna::ovsdb

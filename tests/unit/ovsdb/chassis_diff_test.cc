@@ -465,16 +465,120 @@ TEST(DiffChassis, OwnershipSurvivesARestartBecauseItLivesInTheDatabase) {
   EXPECT_EQ(cms(db), "foreign");
 }
 
-TEST(DiffChassis, UnreadableRecordOwnsNothingAndIsReplaced) {
+OwnershipCopy copyOf(const OwnershipRecord& r) {
+  return {OwnershipCopy::State::Known, r, "state file /s", ""};
+}
+
+OwnershipCopy noCopy() {
+  return {OwnershipCopy::State::None, {}, "state file /s", ""};
+}
+
+TEST(DiffChassis, UnreadableRecordWithNoCopyIsReplacedByALostMarkerNotDeleted) {
   ObservedOvs db = emptyDb();
   db.externalIds[kCmsOptions] = "enable-chassis-as-gw";
   db.externalIds[kOwnershipKey] = "garbage";
-  const ChassisOps ops = diffChassis(DesiredChassis{}, db);
-  ASSERT_EQ(ops.notes.size(), 1u);
-  EXPECT_NE(ops.notes[0].find("unreadable"), std::string::npos);
-  // Nothing is removed; the record (owning nothing) is deleted.
+  DesiredChassis noRole = gateway();
+  noRole.gateway = false;
+  const ChassisOps ops = diffChassis(noRole, db, noCopy());
+  EXPECT_EQ(ops.ownership.kind, OwnershipOutcome::Kind::Lost);
+  EXPECT_NE(ops.ownership.message.find("unreadable"), std::string::npos);
+  EXPECT_NE(ops.ownership.message.find("enable-chassis-as-gw"), std::string::npos)
+      << ops.ownership.message;
+  EXPECT_NE(ops.ownership.message.find(kAdoptOwnershipKey), std::string::npos);
+  // Nothing is removed; the garbage is replaced by a record that keeps the loss known.
   ASSERT_EQ(ops.ops.size(), 1u);
-  EXPECT_EQ(ops.ops[0], (OvsOp{Kind::DeleteExternalId, kOwnershipKey, ""}));
+  EXPECT_EQ(ops.ops[0], (OvsOp{Kind::SetExternalId, kOwnershipKey, R"({"lost":true,"v":1})"}));
+  // And the loss is still reported on the next pass (a new process too).
+  db = apply(db, ops);
+  const ChassisOps again = diffChassis(noRole, db, noCopy());
+  EXPECT_TRUE(again.empty());
+  EXPECT_EQ(again.ownership.kind, OwnershipOutcome::Kind::Lost);
+}
+
+TEST(DiffChassis, DeletedOrGarbledRecordIsRecoveredFromTheCopy) {
+  ObservedOvs db = converge(mappings({{"physnet1", "br-ex"}}, "bond1"), emptyDb());
+  const OwnershipRecord owned = *parseOwnership(db.externalIds.at(kOwnershipKey));
+  ASSERT_FALSE(owned.empty());
+  for (const std::string garbled : {"", "{\"v\":1,\"cms\":", "deleted"}) {
+    ObservedOvs broken = db;
+    if (garbled == "deleted") {
+      broken.externalIds.erase(kOwnershipKey);
+    } else {
+      broken.externalIds[kOwnershipKey] = garbled;
+    }
+    // Still wanted: the record is rewritten and nothing else changes.
+    ChassisOps ops = diffChassis(mappings({{"physnet1", "br-ex"}}, "bond1"), broken, copyOf(owned));
+    EXPECT_EQ(ops.ownership.kind, OwnershipOutcome::Kind::Recovered) << garbled;
+    ASSERT_EQ(ops.ops.size(), 1u) << garbled;
+    EXPECT_EQ(ops.ops[0], (OvsOp{Kind::SetExternalId, kOwnershipKey, formatOwnership(owned)}));
+    // No longer wanted: what the copy lists is removed.
+    ops = diffChassis(DesiredChassis{}, broken, copyOf(owned));
+    const ObservedOvs after = apply(broken, ops);
+    EXPECT_EQ(after.externalIds.count(kBridgeMappings), 0u) << garbled;
+    EXPECT_EQ(after.bridges.count("br-ex"), 0u) << garbled;
+    EXPECT_EQ(after.externalIds.count(kOwnershipKey), 0u) << garbled;
+  }
+}
+
+TEST(DiffChassis, MissingRecordIsALossOnlyWhenTheCopyIsUnreadable) {
+  ObservedOvs db = emptyDb();
+  db.externalIds[kCmsOptions] = "foreign,enable-chassis-as-gw";
+  DesiredChassis noRole = gateway();
+  noRole.gateway = false;
+  // No copy: a first start on a node set up by hand; the flag is an operator's.
+  ChassisOps ops = diffChassis(noRole, db, noCopy());
+  EXPECT_EQ(ops.ownership.kind, OwnershipOutcome::Kind::Recorded);
+  EXPECT_TRUE(ops.empty());
+  // A copy saying the agent owns nothing: the same.
+  ops = diffChassis(noRole, db, copyOf({}));
+  EXPECT_EQ(ops.ownership.kind, OwnershipOutcome::Kind::Recorded);
+  EXPECT_TRUE(ops.empty());
+  // An unreadable copy and no record: a loss, kept in a marker; the flag stays.
+  ops =
+      diffChassis(noRole, db, {OwnershipCopy::State::Unreadable, {}, "state file /s", "not JSON"});
+  EXPECT_EQ(ops.ownership.kind, OwnershipOutcome::Kind::Lost);
+  EXPECT_NE(ops.ownership.message.find("not JSON"), std::string::npos);
+  EXPECT_NE(ops.ownership.message.find("enable-chassis-as-gw"), std::string::npos)
+      << ops.ownership.message;
+  EXPECT_EQ(ops.ops,
+            (std::vector<OvsOp>{{Kind::SetExternalId, kOwnershipKey, R"({"lost":true,"v":1})"}}));
+}
+
+TEST(DiffChassis, AdoptionTakesWhatTheNodeAsksForThenTheRoleRemovalRemovesIt) {
+  ObservedOvs db = emptyDb();
+  db.externalIds[kCmsOptions] = "foreign,enable-chassis-as-gw";
+  db.externalIds[kBridgeMappings] = "physnet1:br-ex";
+  db.bridges["br-ex"] = {"", {"br-ex", "bond1"}};
+  db.externalIds[kOwnershipKey] = R"({"lost":true,"v":1})";
+  DesiredChassis d = mappings({{"physnet1", "br-ex"}}, "bond1");
+  d.gateway = true;
+  d.gatewayCmsItems = {"enable-chassis-as-gw"};
+  EXPECT_EQ(diffChassis(d, db, noCopy()).ownership.kind, OwnershipOutcome::Kind::Lost);
+  d.adoptOwnership = AdoptOwnership::Adopt;
+  ChassisOps ops = diffChassis(d, db, noCopy());
+  EXPECT_EQ(ops.ownership.kind, OwnershipOutcome::Kind::Adopted);
+  EXPECT_EQ(ops.owned.cmsItems, std::vector<std::string>{"enable-chassis-as-gw"});
+  EXPECT_EQ(ops.owned.bridges, std::vector<std::string>{"br-ex"});
+  EXPECT_FALSE(ops.owned.lost);
+  db = apply(db, ops);
+  EXPECT_EQ(diffChassis(d, db, noCopy()).ownership.kind, OwnershipOutcome::Kind::Recorded);
+  db = converge(DesiredChassis{}, db);
+  EXPECT_EQ(cms(db), "foreign");
+  // The mappings key held only adopted items: it goes with them (ovn-cms-options stays).
+  EXPECT_EQ(db.externalIds.count(kBridgeMappings), 0u);
+  EXPECT_EQ(db.bridges.count("br-ex"), 0u);
+  EXPECT_EQ(db.externalIds.count(kOwnershipKey), 0u);
+}
+
+TEST(DiffChassis, DisowningClearsTheLossAndOwnsOnlyWhatTheAgentAddedSince) {
+  ObservedOvs db = emptyDb();
+  db.externalIds[kCmsOptions] = "enable-chassis-as-gw";
+  db.externalIds[kOwnershipKey] = R"({"lost":true,"v":1})";
+  DesiredChassis d = gateway();
+  d.adoptOwnership = AdoptOwnership::Disown;
+  const ChassisOps ops = diffChassis(d, db, noCopy());
+  EXPECT_EQ(ops.ownership.kind, OwnershipOutcome::Kind::Disowned);
+  EXPECT_EQ(ops.ops, (std::vector<OvsOp>{{Kind::DeleteExternalId, kOwnershipKey, ""}}));
 }
 
 TEST(DiffChassis, ForeignExternalIdsKeysAreNeverTouched) {

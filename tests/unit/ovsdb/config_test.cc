@@ -21,6 +21,8 @@ TEST(OvsConfig, DefaultsAreOffAndPresenceEnables) {
   EXPECT_EQ(defaults.remote, "unix:/var/run/openvswitch/db.sock");
   EXPECT_EQ(defaults.drainTimeout, std::chrono::seconds(120));
   EXPECT_EQ(defaults.defaultExternalBridge, "br-ex");
+  // Next to Placement's owned-traits file (placement.stateFile), on the same hostPath.
+  EXPECT_EQ(defaults.stateFile, "/var/lib/openkeel-node-agent/ovs-ownership.json");
   auto c = parse("ovs: {}");
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_TRUE(c->enabled);
@@ -34,12 +36,14 @@ ovs:
   sbRemote: tcp:10.0.0.1:6642,tcp:10.0.0.2:6642
   drainTimeoutSeconds: 0
   defaultExternalBridge: br-provider
+  stateFile: /state/ovs.json
 )");
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->remote, "unix:/run/ovs/db.sock");
   EXPECT_EQ(c->sbRemote, "tcp:10.0.0.1:6642,tcp:10.0.0.2:6642");
   EXPECT_EQ(c->drainTimeout, std::chrono::seconds(0));
   EXPECT_EQ(c->defaultExternalBridge, "br-provider");
+  EXPECT_EQ(c->stateFile, "/state/ovs.json");
 }
 
 TEST(OvsConfig, ErrorsNameTheField) {
@@ -56,6 +60,37 @@ TEST(OvsConfig, ErrorsNameTheField) {
   EXPECT_NE(
       error("ovs: {defaultExternalBridge: br-with-a-long-name}").find("ovs.defaultExternalBridge"),
       std::string::npos);
+}
+
+TEST(OvsConfig, SslBlockForBothRemotes) {
+  auto c = parse(R"(
+ovs:
+  remote: ssl:127.0.0.1:6640
+  sbRemote: ssl:10.0.0.1:6642,ssl:10.0.0.2:6642
+  ssl: {privateKeyFile: /k.pem, certificateFile: /c.pem, caCertFile: /ca.pem}
+)");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->ssl, (OvsSslConfig{"/k.pem", "/c.pem", "/ca.pem"}));
+  EXPECT_FALSE(OvsConfig{}.ssl.configured());
+}
+
+TEST(OvsConfig, SslErrorsNameTheField) {
+  const auto error = [](const std::string& yaml) {
+    auto c = parse(yaml);
+    return c.ok() ? std::string("(ok)") : c.error().message;
+  };
+  EXPECT_NE(error("ovs: {remote: 'ssl:127.0.0.1:6640'}").find("ovs.remote"), std::string::npos);
+  EXPECT_NE(error("ovs: {remote: 'ssl:127.0.0.1:6640'}").find("ovs.ssl"), std::string::npos);
+  EXPECT_NE(error("ovs: {sbRemote: 'tcp:1.2.3.4:6642,ssl:1.2.3.5:6642'}").find("ovs.sbRemote"),
+            std::string::npos);
+  EXPECT_NE(error("ovs: {ssl: {privateKeyFile: /k, certificateFile: /c}}").find("caCertFile"),
+            std::string::npos);
+  EXPECT_NE(error("ovs: {ssl: {privateKeyFile: /k, certificateFile: /c, caCertFile: /a, x: 1}}")
+                .find("ovs.ssl.x"),
+            std::string::npos);
+  EXPECT_NE(error("ovs: {ssl: {privateKeyFile: k.pem, certificateFile: /c, caCertFile: /a}}")
+                .find("ovs.ssl.privateKeyFile"),
+            std::string::npos);
 }
 
 TEST(IfaceName, Rules) {

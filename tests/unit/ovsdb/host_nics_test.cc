@@ -1,5 +1,6 @@
 // LinuxHostNics: default routes from /proc/net/route and /proc/net/ipv6_route (files the test
-// writes, in the kernel's format), addresses from getifaddrs (loopback is always there).
+// writes, in the kernel's format), addresses from getifaddrs (loopback is always there); the
+// Node's InternalIPs it is compared with, parsed from the Node object.
 #include "ovsdb/host_nics.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "k8s/objects.h"
 
 namespace okna::ovsdb {
 namespace {
@@ -51,6 +55,49 @@ TEST_F(HostNicsTest, AddressesFromTheKernel) {
   EXPECT_FALSE(lo.carriesDefaultRoute);
   EXPECT_NE(std::find(lo.addresses.begin(), lo.addresses.end(), "127.0.0.1"), lo.addresses.end());
   EXPECT_TRUE(nics.facts("okna-nosuch0").addresses.empty());
+}
+
+}  // namespace
+}  // namespace okna::ovsdb
+
+// The InternalIP addresses the safety check compares with come from the Node object's
+// status.addresses (every InternalIP, IPv4 and IPv6; other types ignored).
+namespace okna::ovsdb {
+namespace {
+
+nlohmann::json nodeWithAddresses(nlohmann::json addresses) {
+  return {{"metadata",
+           {{"name", "net-1"}, {"labels", {{kExternalNicKey, "eth1"}}}, {"annotations", {}}}},
+          {"status", {{"addresses", std::move(addresses)}}}};
+}
+
+TEST(NodeInternalIps, EveryInternalIpOfTheNodeObjectAndNothingElse) {
+  auto node =
+      k8s::parseNode(nodeWithAddresses({{{"type", "Hostname"}, {"address", "net-1"}},
+                                        {{"type", "InternalIP"}, {"address", "10.0.0.5"}},
+                                        {{"type", "ExternalIP"}, {"address", "203.0.113.5"}},
+                                        {{"type", "InternalIP"}, {"address", "fd00::5"}}}));
+  ASSERT_TRUE(node.ok()) << node.error().message;
+  EXPECT_EQ(node->internalIps, (std::vector<std::string>{"10.0.0.5", "fd00::5"}));
+  // The IPv6 one is enough to refuse a NIC that carries it; the ExternalIP is not checked.
+  DesiredChassis d = planChassis({}, *node, {"network"});
+  guardExternalNic(d, *node, NicFacts{false, {"fd00::5"}});
+  ASSERT_EQ(d.warnings.size(), 1u);
+  EXPECT_EQ(d.warnings[0].reason, "UnsafeExternalNic");
+  EXPECT_NE(d.warnings[0].message.find("InternalIP fd00::5"), std::string::npos);
+  d = planChassis({}, *node, {"network"});
+  guardExternalNic(d, *node, NicFacts{false, {"203.0.113.5"}});
+  EXPECT_TRUE(d.warnings.empty());
+}
+
+TEST(NodeInternalIps, NoAddressesAndMalformedOnes) {
+  auto none = k8s::parseNode({{"metadata", {{"name", "net-1"}}}});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->internalIps.empty());
+  auto bad = k8s::parseNode(nodeWithAddresses({{{"type", "InternalIP"}, {"address", 5}}}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("status.addresses[0].address"), std::string::npos)
+      << bad.error().message;
 }
 
 }  // namespace

@@ -36,6 +36,15 @@ TEST(Ownership, DrainStartRoundTrips) {
   EXPECT_FALSE(onlyDrain.empty());
 }
 
+TEST(Ownership, LostMarkerRoundTripsAndKeepsTheRecord) {
+  OwnershipRecord r;
+  r.lost = true;
+  EXPECT_FALSE(r.empty());
+  EXPECT_EQ(formatOwnership(r), R"({"lost":true,"v":1})");
+  EXPECT_EQ(*parseOwnership(formatOwnership(r)), r);
+  EXPECT_FALSE(parseOwnership(R"({"v":1,"lost":false})").ok());
+}
+
 TEST(Ownership, RejectsWhatItCannotTrust) {
   for (const std::string bad :
        {"", "garbage", "[]", R"({"v":2})", R"({"cms":["x"]})", R"({"v":1,"cms":"x"})",
