@@ -61,8 +61,7 @@ class BodyReadingServer {
       socket_ = std::make_unique<tcp::socket>(std::move(socket));
       asio::async_read_until(*socket_, buf_, "\r\n\r\n", [this](auto e, std::size_t headerEnd) {
         if (e) return;
-        const std::string head(asio::buffers_begin(buf_.data()),
-                               asio::buffers_begin(buf_.data()) + headerEnd);
+        head.assign(asio::buffers_begin(buf_.data()), asio::buffers_begin(buf_.data()) + headerEnd);
         length_ = std::stoul(head.substr(head.find("Content-Length: ") + 16));
         buf_.consume(headerEnd);
         received = buf_.size();
@@ -73,6 +72,8 @@ class BodyReadingServer {
   std::string url() const {
     return "http://127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port()) + "/";
   }
+  // The request line and headers, as received.
+  std::string head;
   std::size_t received = 0;
 
  private:
@@ -178,6 +179,35 @@ TEST(CurlHttpClientTest, AnUploadWaitsForWritabilityWhileItAlsoWaitsForAnAnswer)
   EXPECT_EQ((*done)->status, 200);
   EXPECT_EQ((*done)->body, std::to_string(64u << 20));
   EXPECT_EQ(server.received, 64u << 20);
+}
+
+TEST(CurlHttpClientTest, ADirectionAddedWhileAReadIsPendingIsWaitedFor) {
+  // With "Expect: 100-continue" curl sends the headers, then wants only to read (the 100) while
+  // it holds the body back. This server never sends a 100 and answers only once it has the whole
+  // body: when curl's own 100-continue timer gives up waiting, curl wants to write as well while
+  // the wait for readability is still pending. A client that kept just that wait would never
+  // send the body, and both sides would wait until the transfer's timeout.
+  asio::io_context io;
+  BodyReadingServer server(io);
+  CurlHttpClient http(io);
+  HttpRequest r;
+  r.method = "PUT";
+  r.url = server.url();
+  r.headers["Expect"] = "100-continue";
+  r.body.assign(256u << 10, 'x');
+  r.totalTimeout = std::chrono::seconds(20);  // a bound: curl stops waiting for 100 after 1 s
+  std::optional<Result<HttpResponse>> done;
+  http.send(r, {nullptr, nullptr, [&](Result<HttpResponse> res) {
+                  done = std::move(res);
+                  io.stop();
+                }});
+  io.run();
+  ASSERT_NE(server.head.find("Expect: 100-continue"), std::string::npos) << server.head;
+  ASSERT_TRUE(done.has_value());
+  ASSERT_TRUE(done->ok()) << done->error().message;
+  EXPECT_EQ((*done)->status, 200);
+  EXPECT_EQ((*done)->body, std::to_string(256u << 10));
+  EXPECT_EQ(server.received, 256u << 10);
 }
 
 }  // namespace
