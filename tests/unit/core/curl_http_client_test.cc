@@ -11,6 +11,7 @@
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/streambuf.hpp>
 #include <boost/asio/write.hpp>
+#include <map>
 #include <memory>
 
 namespace okna::core {
@@ -100,6 +101,27 @@ class BodyReadingServer {
   std::string response_;
 };
 
+// Uploads `body` with `method` (and `headers`) to a BodyReadingServer; runs the loop until the
+// transfer is done, the 20 s transfer timeout being the bound of a hang. Returns the answer.
+Result<HttpResponse> upload(asio::io_context& io, BodyReadingServer& server, std::string method,
+                            std::size_t size, std::map<std::string, std::string> headers = {}) {
+  CurlHttpClient http(io);
+  HttpRequest r;
+  r.method = std::move(method);
+  r.url = server.url();
+  r.headers = std::move(headers);
+  r.body.assign(size, 'x');
+  r.totalTimeout = std::chrono::seconds(20);
+  std::optional<Result<HttpResponse>> done;
+  http.send(r, {nullptr, nullptr, [&](Result<HttpResponse> res) {
+                  done = std::move(res);
+                  io.stop();
+                }});
+  io.run();
+  if (!done) return makeError("the loop stopped before the transfer was done");
+  return std::move(*done);
+}
+
 const char* kOk =
     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 12\r\n"
     "Connection: close\r\n\r\n{\"a\":\"b\"}\n\n\n";
@@ -162,22 +184,10 @@ TEST(CurlHttpClientTest, AnUploadWaitsForWritabilityWhileItAlsoWaitsForAnAnswer)
   // loop) lets the upload go on: a wait for readability alone would never end.
   asio::io_context io;
   BodyReadingServer server(io);
-  CurlHttpClient http(io);
-  HttpRequest r;
-  r.method = "POST";
-  r.url = server.url();
-  r.body.assign(64u << 20, 'x');
-  r.totalTimeout = std::chrono::seconds(20);  // a bound: it takes well under a second
-  std::optional<Result<HttpResponse>> done;
-  http.send(r, {nullptr, nullptr, [&](Result<HttpResponse> res) {
-                  done = std::move(res);
-                  io.stop();
-                }});
-  io.run();
-  ASSERT_TRUE(done.has_value());
-  ASSERT_TRUE(done->ok()) << done->error().message;
-  EXPECT_EQ((*done)->status, 200);
-  EXPECT_EQ((*done)->body, std::to_string(64u << 20));
+  auto done = upload(io, server, "POST", 64u << 20);  // well under a second
+  ASSERT_TRUE(done.ok()) << done.error().message;
+  EXPECT_EQ(done->status, 200);
+  EXPECT_EQ(done->body, std::to_string(64u << 20));
   EXPECT_EQ(server.received, 64u << 20);
 }
 
@@ -189,24 +199,12 @@ TEST(CurlHttpClientTest, ADirectionAddedWhileAReadIsPendingIsWaitedFor) {
   // send the body, and both sides would wait until the transfer's timeout.
   asio::io_context io;
   BodyReadingServer server(io);
-  CurlHttpClient http(io);
-  HttpRequest r;
-  r.method = "PUT";
-  r.url = server.url();
-  r.headers["Expect"] = "100-continue";
-  r.body.assign(256u << 10, 'x');
-  r.totalTimeout = std::chrono::seconds(20);  // a bound: curl stops waiting for 100 after 1 s
-  std::optional<Result<HttpResponse>> done;
-  http.send(r, {nullptr, nullptr, [&](Result<HttpResponse> res) {
-                  done = std::move(res);
-                  io.stop();
-                }});
-  io.run();
+  // curl stops waiting for the 100 after 1 s (CURLOPT_EXPECT_100_TIMEOUT_MS).
+  auto done = upload(io, server, "PUT", 256u << 10, {{"Expect", "100-continue"}});
   ASSERT_NE(server.head.find("Expect: 100-continue"), std::string::npos) << server.head;
-  ASSERT_TRUE(done.has_value());
-  ASSERT_TRUE(done->ok()) << done->error().message;
-  EXPECT_EQ((*done)->status, 200);
-  EXPECT_EQ((*done)->body, std::to_string(256u << 10));
+  ASSERT_TRUE(done.ok()) << done.error().message;
+  EXPECT_EQ(done->status, 200);
+  EXPECT_EQ(done->body, std::to_string(256u << 10));
   EXPECT_EQ(server.received, 256u << 10);
 }
 
