@@ -23,17 +23,17 @@ TEST(LiveReadTest, ObservesKeysBridgesPortsAndFailedInterfaces) {
   ovs.vsctl({"add-port", "br-int", "tap-noofport", "--", "set", "Interface", "tap-noofport",
              "ofport=-1"});
 
-    auto observed = readObservedOnce(ovs.remote(), std::chrono::seconds(10));
-    ASSERT_TRUE(observed.ok()) << observed.error().message;
-    EXPECT_TRUE(observed->hasRoot);
-    EXPECT_EQ(observed->externalIds.at("system-id"), "chassis-1");
-    const ObservedBridge& br = observed->bridges.at("br-int");
-    EXPECT_EQ(br.datapathType, "netdev");
-    EXPECT_EQ(br.failedPorts.size(), 2u);
-    EXPECT_EQ(br.failedPorts.at("tap-gone"),
-              "could not open network device tap-gone (No such device)");
-    EXPECT_EQ(br.failedPorts.at("tap-noofport"), "ofport -1 (ovs-vswitchd could not add it)");
-    EXPECT_EQ(br.failedPorts.count("br-int"), 0u) << "the bridge's own port has no error";
+  auto observed = readObservedOnce(ovs.remote(), std::chrono::seconds(10));
+  ASSERT_TRUE(observed.ok()) << observed.error().message;
+  EXPECT_TRUE(observed->hasRoot);
+  EXPECT_EQ(observed->externalIds.at("system-id"), "chassis-1");
+  const ObservedBridge& br = observed->bridges.at("br-int");
+  EXPECT_EQ(br.datapathType, "netdev");
+  EXPECT_EQ(br.failedPorts.size(), 2u);
+  EXPECT_EQ(br.failedPorts.at("tap-gone"),
+            "could not open network device tap-gone (No such device)");
+  EXPECT_EQ(br.failedPorts.at("tap-noofport"), "ofport -1 (ovs-vswitchd could not add it)");
+  EXPECT_EQ(br.failedPorts.count("br-int"), 0u) << "the bridge's own port has no error";
 }
 
 }  // namespace
