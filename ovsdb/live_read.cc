@@ -3,6 +3,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "ovsdb/observed_read.h"
 #include "ovsdb/ovs_chassis_glue.h"
 
 namespace okna::ovsdb {
@@ -18,27 +19,7 @@ core::Result<ObservedOvs> readObservedOnce(const std::string& remote,
                            std::to_string(timeout.count()) + " ms (" +
                            okna_ovs_idl_last_error(idl.get()) + ")");
   okna_ovs_idl_run(idl.get());
-  ObservedOvs o;
-  o.hasRoot = okna_ovs_idl_has_root(idl.get()) != 0;
-  okna_ovs_idl_foreach_external_id(
-      idl.get(),
-      [](void* ctx, const char* k, const char* v) {
-        static_cast<ObservedOvs*>(ctx)->externalIds[k] = v;
-      },
-      &o);
-  okna_ovs_idl_foreach_bridge(
-      idl.get(),
-      [](void* ctx, const char* name, const char* dp) {
-        static_cast<ObservedOvs*>(ctx)->bridges[name].datapathType = dp;
-      },
-      &o);
-  okna_ovs_idl_foreach_bridge_port(
-      idl.get(),
-      [](void* ctx, const char* bridge, const char* port) {
-        static_cast<ObservedOvs*>(ctx)->bridges[bridge].ports.push_back(port);
-      },
-      &o);
-  return o;
+  return readObserved(idl.get());
 }
 
 nlohmann::json diffToJson(const ChassisOps& ops) {

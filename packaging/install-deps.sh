@@ -10,6 +10,8 @@ set -euo pipefail
 build_pkgs=(
   # toolchain
   g++ cmake make ninja-build pkg-config clang-format
+  # compiler cache: a tree rebuilt with the same flags compiles from it (CMakeLists.txt)
+  ccache
   # libraries the agent links
   libboost-dev libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev
   libspdlog-dev libfmt-dev libcli11-dev libnl-3-dev libnl-route-3-dev

@@ -50,6 +50,12 @@ auto decode(core::Result<json> j, const std::string& what, F&& f)
   }
 }
 
+// The answer of a call whose body does not matter (DELETE, PUT of a name).
+core::Status statusOf(const core::Result<json>& j) {
+  if (!j) return j.error();
+  return core::Status{};
+}
+
 std::int64_t generationOf(const json& j) {
   return j.at("resource_provider_generation").get<std::int64_t>();
 }
@@ -186,10 +192,9 @@ Task<core::Result<Provider>> ApiImpl::createProvider(const std::string& name,
 }
 
 Task<core::Status> ApiImpl::deleteProvider(const std::string& uuid) {
-  auto r =
+  auto reply =
       co_await exchange("DELETE", "/resource_providers/" + uuid, kWriteMicroversion, "", 204, 404);
-  if (!r) co_return r.error();
-  co_return core::Status{};
+  co_return statusOf(reply);
 }
 
 Task<core::Result<InventoriesView>> ApiImpl::inventories(const std::string& uuid) {
@@ -247,15 +252,14 @@ Task<core::Result<Traits>> ApiImpl::allTraits() {
 }
 
 Task<core::Status> ApiImpl::createTrait(const std::string& name) {
-  auto r = co_await exchange("PUT", "/traits/" + name, kWriteMicroversion, "", 201, 204);
-  if (!r) co_return r.error();
-  co_return core::Status{};
+  auto reply = co_await exchange("PUT", "/traits/" + name, kWriteMicroversion, "", 201, 204);
+  co_return statusOf(reply);
 }
 
 Task<core::Status> ApiImpl::createResourceClass(const std::string& name) {
-  auto r = co_await exchange("PUT", "/resource_classes/" + name, kWriteMicroversion, "", 201, 204);
-  if (!r) co_return r.error();
-  co_return core::Status{};
+  auto reply =
+      co_await exchange("PUT", "/resource_classes/" + name, kWriteMicroversion, "", 201, 204);
+  co_return statusOf(reply);
 }
 
 Task<core::Result<Usages>> ApiImpl::usages(const std::string& uuid) {

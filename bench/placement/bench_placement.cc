@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "core/curl_http_client.h"
 #include "core/logging.h"

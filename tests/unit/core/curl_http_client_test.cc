@@ -11,6 +11,7 @@
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/streambuf.hpp>
 #include <boost/asio/write.hpp>
+#include <map>
 #include <memory>
 
 namespace okna::core {
@@ -61,8 +62,7 @@ class BodyReadingServer {
       socket_ = std::make_unique<tcp::socket>(std::move(socket));
       asio::async_read_until(*socket_, buf_, "\r\n\r\n", [this](auto e, std::size_t headerEnd) {
         if (e) return;
-        const std::string head(asio::buffers_begin(buf_.data()),
-                               asio::buffers_begin(buf_.data()) + headerEnd);
+        head.assign(asio::buffers_begin(buf_.data()), asio::buffers_begin(buf_.data()) + headerEnd);
         length_ = std::stoul(head.substr(head.find("Content-Length: ") + 16));
         buf_.consume(headerEnd);
         received = buf_.size();
@@ -73,6 +73,8 @@ class BodyReadingServer {
   std::string url() const {
     return "http://127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port()) + "/";
   }
+  // The request line and headers, as received.
+  std::string head;
   std::size_t received = 0;
 
  private:
@@ -98,6 +100,27 @@ class BodyReadingServer {
   std::size_t length_ = 0;
   std::string response_;
 };
+
+// Uploads `body` with `method` (and `headers`) to a BodyReadingServer; runs the loop until the
+// transfer is done, the 20 s transfer timeout being the bound of a hang. Returns the answer.
+Result<HttpResponse> upload(asio::io_context& io, BodyReadingServer& server, std::string method,
+                            std::size_t size, std::map<std::string, std::string> headers = {}) {
+  CurlHttpClient http(io);
+  HttpRequest r;
+  r.method = std::move(method);
+  r.url = server.url();
+  r.headers = std::move(headers);
+  r.body.assign(size, 'x');
+  r.totalTimeout = std::chrono::seconds(20);
+  std::optional<Result<HttpResponse>> done;
+  http.send(r, {nullptr, nullptr, [&](Result<HttpResponse> res) {
+                  done = std::move(res);
+                  io.stop();
+                }});
+  io.run();
+  if (!done) return makeError("the loop stopped before the transfer was done");
+  return std::move(*done);
+}
 
 const char* kOk =
     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 12\r\n"
@@ -161,23 +184,28 @@ TEST(CurlHttpClientTest, AnUploadWaitsForWritabilityWhileItAlsoWaitsForAnAnswer)
   // loop) lets the upload go on: a wait for readability alone would never end.
   asio::io_context io;
   BodyReadingServer server(io);
-  CurlHttpClient http(io);
-  HttpRequest r;
-  r.method = "POST";
-  r.url = server.url();
-  r.body.assign(64u << 20, 'x');
-  r.totalTimeout = std::chrono::seconds(20);  // a bound: it takes well under a second
-  std::optional<Result<HttpResponse>> done;
-  http.send(r, {nullptr, nullptr, [&](Result<HttpResponse> res) {
-                  done = std::move(res);
-                  io.stop();
-                }});
-  io.run();
-  ASSERT_TRUE(done.has_value());
-  ASSERT_TRUE(done->ok()) << done->error().message;
-  EXPECT_EQ((*done)->status, 200);
-  EXPECT_EQ((*done)->body, std::to_string(64u << 20));
+  auto done = upload(io, server, "POST", 64u << 20);  // well under a second
+  ASSERT_TRUE(done.ok()) << done.error().message;
+  EXPECT_EQ(done->status, 200);
+  EXPECT_EQ(done->body, std::to_string(64u << 20));
   EXPECT_EQ(server.received, 64u << 20);
+}
+
+TEST(CurlHttpClientTest, ADirectionAddedWhileAReadIsPendingIsWaitedFor) {
+  // With "Expect: 100-continue" curl sends the headers, then wants only to read (the 100) while
+  // it holds the body back. This server never sends a 100 and answers only once it has the whole
+  // body: when curl's own 100-continue timer gives up waiting, curl wants to write as well while
+  // the wait for readability is still pending. A client that kept just that wait would never
+  // send the body, and both sides would wait until the transfer's timeout.
+  asio::io_context io;
+  BodyReadingServer server(io);
+  // curl stops waiting for the 100 after 1 s (CURLOPT_EXPECT_100_TIMEOUT_MS).
+  auto done = upload(io, server, "PUT", 256u << 10, {{"Expect", "100-continue"}});
+  ASSERT_NE(server.head.find("Expect: 100-continue"), std::string::npos) << server.head;
+  ASSERT_TRUE(done.ok()) << done.error().message;
+  EXPECT_EQ(done->status, 200);
+  EXPECT_EQ(done->body, std::to_string(256u << 10));
+  EXPECT_EQ(server.received, 256u << 10);
 }
 
 }  // namespace
