@@ -271,8 +271,11 @@ done
 if [[ -n "${RSS_PROBE:-}" ]] && command -v gdb >/dev/null; then
   # How much of the RSS is freed heap that glibc keeps (malloc_trim gives it back).
   before=$(rss_kb)
-  gdb -p "$agent_pid" -batch -ex 'call (int)malloc_trim(0)' >/dev/null 2>&1
-  res "(d) VmRSS $before kB -> $(rss_kb) kB after malloc_trim(0)"
+  gdb -p "$agent_pid" -batch -ex 'call (int)malloc_trim(0)' -ex 'call (void)malloc_stats()' \
+    >/dev/null 2>&1
+  res "(d) VmRSS $before kB -> $(rss_kb) kB after malloc_trim(0); heap (malloc_stats, all arenas):"
+  grep -A2 '^Total (incl. mmap)' "$T/agent-$agent_n.log" | tail -3 >&2
+  grep -E '^(Rss|Pss_Anon|Anonymous|Private_Dirty)' "/proc/$agent_pid/smaps_rollup" >&2
 fi
 health '/readyz?verbose' >"$T/readyz.txt"
 grep -m1 -i 'network' "$T/readyz.txt" >&2

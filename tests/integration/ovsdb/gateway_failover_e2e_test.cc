@@ -209,7 +209,14 @@ TEST(GatewayFailoverEndToEnd, FlagFirstMappingsKeptUntilTheGatewayLeftThenRemove
         const std::string bound = crChassis();
         if (!flag && here1) flagGoneWithNetworkHere = true;
         if (gone1 && bound == here) mappingsRemovedWhileBound = true;
+        // Neutron acts only on the flag gone; the agent drops the network only once the gateway
+        // left (checked above). So the network seen here just before Neutron moved the gateway
+        // was here while the flag was gone, even when the sampling above missed that window
+        // (the agent may take only ~30 ms from the move to the mappings' removal).
+        const bool hereBeforeNeutron = networkHere();
+        const int movesBefore = neutron.moves();
         neutron.poll();  // the SB Chassis update event reaches Neutron
+        if (neutron.moves() > movesBefore && hereBeforeNeutron) flagGoneWithNetworkHere = true;
         return gone1;
       },
       60s))
