@@ -176,16 +176,16 @@ class IdlThread::Loop {
     if (owner_.pendingGeneration_ != generation_) {
       desired_ = owner_.pending_;
       generation_ = owner_.pendingGeneration_;
-      // A new desired state deserves an attempt now, whatever the last error was.
+      // A new desired state deserves an attempt now, whatever the last error was, and a diff
+      // from a fresh read (the burst interval must not delay what a caller just asked for;
+      // callers hand on at most every 25 ms during a burst).
       retryAt_ = Clock::time_point{};
+      forceRead_ = true;
     }
     if (owner_.pendingMetadataGeneration_ != metadataGeneration_) {
-      const auto& next = owner_.pendingMetadata_;
-      // The integration bridge's interface ids are read only while wanted, and for one bridge.
-      if (!metadata_ || !next || metadata_->enabled != next->enabled ||
-          metadata_->bridge != next->bridge)
-        forceRead_ = true;
-      metadata_ = next;
+      // Also when the integration bridge (whose interface ids are read) changed.
+      forceRead_ = true;
+      metadata_ = owner_.pendingMetadata_;
       metadataGeneration_ = owner_.pendingMetadataGeneration_;
       retryAt_ = Clock::time_point{};
     }
