@@ -5,12 +5,15 @@
 
 #include "ovsdb/observed_read.h"
 #include "ovsdb/ovs_chassis_glue.h"
+#include "ovsdb/ovs_log.h"
 
 namespace okna::ovsdb {
 
 core::Result<ObservedOvs> readObservedOnce(const std::string& remote,
                                            std::chrono::milliseconds timeout) {
-  okna_ovsdb_set_log_level(2);  // errors only: a dry run prints its own diagnosis
+  // libopenvswitch's log through the agent's logger, as in the daemon: setting vlog levels here
+  // would turn its console output back on in a process that already routed it.
+  routeOvsLogs();
   std::unique_ptr<okna_ovs_idl, void (*)(okna_ovs_idl*)> idl(
       okna_ovs_idl_open_chassis(remote.c_str()), okna_ovs_idl_close);
   if (!idl) return core::makeError("--ovsdb " + remote + ": cannot open");
