@@ -12,11 +12,8 @@
 #
 #   sudo bench/metadata/restart.sh [--trials 5] [--modes "seq overlap"] [--keep]
 set -uo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-C=$root/tests/fixtures/ovn/chassis.sh
-NG=$root/tests/fixtures/ovn/nginx.sh
-export PATH="$PATH:/usr/sbin:/sbin"
-unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
 
 trials=5
 modes="seq overlap"
@@ -26,17 +23,16 @@ while (($#)); do
     --trials) trials=$2; shift 2 ;;
     --modes) modes=$2; shift 2 ;;
     --keep) keep=1; shift ;;
-    *) sed -n '2,/^set -uo/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    *) usage ;;
   esac
 done
-[[ $(id -u) == 0 ]] || { echo "restart.sh: needs root" >&2; exit 1; }
+need_root
 
 T=$(mktemp -d /tmp/okof-restart.XXXXXX)
 tag=${T##*.}
 CH=$T/chassis
 poller=""
 agents=() # pids of every agent started (normally at most two alive)
-log() { echo "[restart.sh $(date -u +%T.%3N)] $*" >&2; }
 
 cleanup() {
   [[ -n "$poller" ]] && kill "$poller" 2>/dev/null

@@ -28,11 +28,8 @@
 # The real agent: AGENT_CMD="bash bench/metadata/agent_slot.sh" (writes its config from those
 # variables and starts a fake kube-apiserver with a compute Node beside it).
 set -uo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-C=$root/tests/fixtures/ovn/chassis.sh
-NG=$root/tests/fixtures/ovn/nginx.sh
-export PATH="$PATH:/usr/sbin:/sbin"
-unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
 
 duration=10
 conns="1 16"
@@ -51,7 +48,7 @@ while (($#)); do
     --repeat) repeat=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --keep) keep=1; shift ;;
-    *) sed -n '2,/^set -uo/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    *) usage ;;
   esac
 done
 [[ $(id -u) == 0 ]] || { echo "run.sh: needs root (namespaces, ovs-vswitchd)" >&2; exit 1; }

@@ -14,11 +14,8 @@
 #   sudo bench/metadata/scale.sh [--batch 200] [--batch-sample 200] [--startup 1000]
 #                                [--startup-sample 20] [--keep]
 set -uo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-C=$root/tests/fixtures/ovn/chassis.sh
-NG=$root/tests/fixtures/ovn/nginx.sh
-export PATH="$PATH:/usr/sbin:/sbin"
-unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
 batch=200 batch_sample=200 startup=1000 startup_sample=20 keep=0
 while (($#)); do
   case "$1" in
@@ -27,16 +24,15 @@ while (($#)); do
     --startup) startup=$2; shift 2 ;;
     --startup-sample) startup_sample=$2; shift 2 ;;
     --keep) keep=1; shift ;;
-    *) sed -n '2,/^set -uo/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    *) usage ;;
   esac
 done
-[[ $(id -u) == 0 ]] || { echo "scale.sh: needs root" >&2; exit 1; }
+need_root
 
 T=$(mktemp -d /tmp/okof-scale.XXXXXX)
 tag=${T##*.}
 CH=$T/chassis
 agent_pid="" agent_n=0 monitor=""
-log() { echo "[scale.sh $(date -u +%T.%3N)] $*" >&2; }
 cleanup() {
   [[ -n "$monitor" ]] && kill "$monitor" 2>/dev/null
   stop_agent

@@ -15,6 +15,7 @@
 #include "ovsdb/chassis_reconciler.h"
 #include "ovsdb/ownership.h"
 #include "tests/fakes/chassis_plan.h"
+#include "tests/fakes/fake_cluster.h"
 #include "tests/fakes/fake_http_client.h"
 #include "tests/integration/ovsdb/ovs_test_util.h"
 
@@ -29,13 +30,6 @@ using okna::testing::metricValue;
 using okna::testing::OvsdbServer;
 using okna::testing::ports;
 using Strings = std::vector<std::string>;
-
-k8s::ClusterConfig cluster() {
-  k8s::ClusterConfig c;
-  c.server = "https://api:6443";
-  c.token = k8s::TokenSource::literal("tok");
-  return c;
-}
 
 class GatewayDrainTest : public ::testing::Test {
  protected:
@@ -133,7 +127,7 @@ class GatewayDrainTest : public ::testing::Test {
   core::MetricsRegistry metrics_;
   core::HealthRegistry health_;
   okna::testing::FakeHttpClient http_;
-  k8s::ApiClient api_{http_, cluster()};
+  k8s::ApiClient api_{http_, okna::testing::fakeCluster()};
   k8s::EventRecorder events_{api_, {"net-1", "uid-1", "openkeel-node-agent"}};
   std::unique_ptr<OvsdbServer> ovs_;
   std::unique_ptr<OvsdbServer> sb_;

@@ -15,6 +15,7 @@
 #include "k8s/events.h"
 #include "ovsdb/chassis_reconciler.h"
 #include "tests/fakes/chassis_plan.h"
+#include "tests/fakes/fake_cluster.h"
 #include "tests/fakes/fake_http_client.h"
 #include "tests/fixtures/ovn/ovn_chassis_fixture.h"
 #include "tests/integration/ovsdb/ovs_test_util.h"
@@ -104,13 +105,6 @@ class NeutronRescheduler {
   int moves_ = 0;
 };
 
-k8s::ClusterConfig cluster() {
-  k8s::ClusterConfig c;
-  c.server = "https://api:6443";
-  c.token = k8s::TokenSource::literal("tok");
-  return c;
-}
-
 TEST(GatewayFailoverEndToEnd, FlagFirstMappingsKeptUntilTheGatewayLeftThenRemoved) {
   OKNA_SKIP_WITHOUT_OVN_CHASSIS();
   OvnChassis chassis;
@@ -144,7 +138,7 @@ TEST(GatewayFailoverEndToEnd, FlagFirstMappingsKeptUntilTheGatewayLeftThenRemove
   core::MetricsRegistry metrics;
   core::HealthRegistry health;
   okna::testing::FakeHttpClient http;
-  k8s::ApiClient api(http, cluster());
+  k8s::ApiClient api(http, okna::testing::fakeCluster());
   k8s::EventRecorder events(api, {"net-1", "uid-1", "openkeel-node-agent"});
   OvsConfig config;
   config.enabled = true;
@@ -247,7 +241,7 @@ TEST(OvsVswitchdFailures, AMissingExternalNicIsReportedNotReadyMetricAndEvent) {
   core::MetricsRegistry metrics;
   core::HealthRegistry health;
   okna::testing::FakeHttpClient http;
-  k8s::ApiClient api(http, cluster());
+  k8s::ApiClient api(http, okna::testing::fakeCluster());
   k8s::EventRecorder events(api, {"net-1", "uid-1", "openkeel-node-agent"});
   OvsConfig config;
   config.enabled = true;

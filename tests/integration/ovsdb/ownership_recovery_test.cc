@@ -19,6 +19,7 @@
 #include "ovsdb/ownership.h"
 #include "ovsdb/ownership_state_file.h"
 #include "tests/fakes/chassis_plan.h"
+#include "tests/fakes/fake_cluster.h"
 #include "tests/fakes/fake_http_client.h"
 #include "tests/integration/ovsdb/ovs_test_util.h"
 
@@ -32,13 +33,6 @@ using okna::testing::metricValue;
 using okna::testing::OvsdbServer;
 using okna::testing::ports;
 using Strings = std::vector<std::string>;
-
-k8s::ClusterConfig cluster() {
-  k8s::ClusterConfig c;
-  c.server = "https://api:6443";
-  c.token = k8s::TokenSource::literal("tok");
-  return c;
-}
 
 class OwnershipRecoveryTest : public ::testing::Test {
  protected:
@@ -137,7 +131,7 @@ class OwnershipRecoveryTest : public ::testing::Test {
   core::MetricsRegistry metrics_;
   core::HealthRegistry health_;
   okna::testing::FakeHttpClient http_;
-  k8s::ApiClient api_{http_, cluster()};
+  k8s::ApiClient api_{http_, okna::testing::fakeCluster()};
   k8s::EventRecorder events_{api_, {"net-1", "uid-1", "openkeel-node-agent"}};
   std::unique_ptr<OvsdbServer> ovs_;
   std::filesystem::path dir_;

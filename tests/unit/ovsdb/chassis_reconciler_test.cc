@@ -13,6 +13,7 @@
 #include "k8s/events.h"
 #include "ovsdb/ownership.h"
 #include "tests/fakes/chassis_plan.h"
+#include "tests/fakes/fake_cluster.h"
 #include "tests/fakes/fake_http_client.h"
 #include "tests/fakes/fake_ovsdb.h"
 #include "tests/fakes/manual_clock.h"
@@ -23,13 +24,6 @@ namespace {
 using namespace std::chrono_literals;
 using okna::testing::planAndUpdate;
 using Strings = std::vector<std::string>;
-
-k8s::ClusterConfig cluster() {
-  k8s::ClusterConfig c;
-  c.server = "https://api:6443";
-  c.token = k8s::TokenSource::literal("tok");
-  return c;
-}
 
 // The host as the external NIC's safety check sees it: bond1 carries nothing.
 class QuietNics : public HostNics {
@@ -106,7 +100,7 @@ class ChassisReconcilerUnitTest : public ::testing::Test {
   core::MetricsRegistry metrics_;
   core::HealthRegistry health_;
   okna::testing::FakeHttpClient http_;
-  k8s::ApiClient api_{http_, cluster()};
+  k8s::ApiClient api_{http_, okna::testing::fakeCluster()};
   k8s::EventRecorder events_{api_, {"net-1", "uid-1", "openkeel-node-agent"}};
 };
 
