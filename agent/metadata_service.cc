@@ -52,18 +52,20 @@ void MetadataService::stop() {
 
 void MetadataService::onSnapshot(const ovsdb::Snapshot& snapshot) {
   if (stopped_) return;
-  const auto it = snapshot.ovs.externalIds.find("ovn-bridge");
-  const std::string bridge = it == snapshot.ovs.externalIds.end() ? "br-int" : it->second;
-  // Rebuilt only when the bridge's port list changed: most snapshots are ovn-controller's and
-  // ovs-vswitchd's own writes (ofport, ovn-installed), and a cold start makes thousands.
-  static const std::vector<std::string> kNoPorts;
-  const auto b = snapshot.ovs.bridges.find(bridge);
-  const auto& list = b == snapshot.ovs.bridges.end() ? kNoPorts : b->second.ports;
-  if (list != bridgePortList_) {
-    bridgePortList_ = list;
-    bridgePorts_ = std::set<std::string>(list.begin(), list.end());
+  // The bridge's ports are looked at only when the OVS replica changed (most snapshots are
+  // Southbound or connection changes; a cold start makes thousands), and handed on as the same
+  // shared set while unchanged (ovs-vswitchd's and ovn-controller's own writes: ofport,
+  // ovn-installed).
+  if (!snapshot.ovs.sameAs(lastOvs_)) {
+    lastOvs_ = snapshot.ovs;
+    const auto it = snapshot.ovs->externalIds.find("ovn-bridge");
+    bridge_ = it == snapshot.ovs->externalIds.end() ? "br-int" : it->second;
+    const auto b = snapshot.ovs->bridges.find(bridge_);
+    bridgePorts_.set(b == snapshot.ovs->bridges.end()
+                         ? std::set<std::string>{}
+                         : std::set<std::string>(b->second.ports.begin(), b->second.ports.end()));
   }
-  reconciler_.update(snapshot.sb.metadata, bridge, bridgePorts_);
+  reconciler_.update(snapshot.sb.metadata, bridge_, bridgePorts_);
 }
 
 core::Result<metadata::Plumbing::Ensured> MetadataService::ensure(

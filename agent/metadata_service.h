@@ -71,8 +71,10 @@ class MetadataService : private metadata::Plumbing,
   metadata::MetadataServer server_;
   metadata::Reconciler reconciler_;
   // The integration bridge's ports as last seen (list as in the snapshot, and as a set).
-  std::vector<std::string> bridgePortList_;
-  std::set<std::string> bridgePorts_;
+  // The OVS replica the bridge's ports were last taken from (shared: unchanged = same value).
+  core::SharedValue<ovsdb::ObservedOvs> lastOvs_;
+  std::string bridge_;
+  core::SharedValue<std::set<std::string>> bridgePorts_;
   bool stopped_ = false;
 };
 

@@ -75,21 +75,21 @@ MetadataPlan planMetadata(const ovsdb::SbMetadataView& view, bool ipv6) {
   plan.notSyncedReason = view.enabled ? view.notSyncedReason : "metadata is not active";
 
   std::set<std::string> hosted;
-  for (const auto& p : view.ports)
+  for (const auto& p : view.rows->ports)
     if (isVif(p) && (p.onChassis || p.onAdditional) && !p.datapath.empty())
       hosted.insert(p.datapath);
 
   std::map<std::string, const ovsdb::SbPort*> localports;
-  for (const auto& p : view.ports)
+  for (const auto& p : view.rows->ports)
     if (p.type == "localport" && hosted.count(p.datapath) && !localports.count(p.datapath))
       localports[p.datapath] = &p;
 
   std::map<std::string, std::string> networkOfDatapath;
   for (const auto& dp : hosted) {
-    const auto name = view.datapathNames.find(dp);
-    if (name == view.datapathNames.end() || name->second.empty()) {
+    const auto name = view.rows->datapathNames.find(dp);
+    if (name == view.rows->datapathNames.end() || name->second.empty()) {
       // Not a Neutron network (or its row is not in the replica yet): nothing to serve.
-      if (plan.synced && name == view.datapathNames.end())
+      if (plan.synced && name == view.rows->datapathNames.end())
         plan.warnings.push_back("datapath " + dp + " hosts a VM port but has no Datapath_Binding");
       continue;
     }
@@ -132,7 +132,7 @@ MetadataPlan planMetadata(const ovsdb::SbMetadataView& view, bool ipv6) {
     plan.networks[networkId] = std::move(n);
   }
 
-  for (const auto& p : view.ports) {
+  for (const auto& p : view.rows->ports) {
     if (!isVif(p) || !(p.onChassis || p.onAdditional)) continue;
     const auto net = networkOfDatapath.find(p.datapath);
     if (net == networkOfDatapath.end() || !plan.networks.count(net->second)) continue;

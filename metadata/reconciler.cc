@@ -90,7 +90,7 @@ void Reconciler::setActive(bool active) {
 }
 
 void Reconciler::update(const ovsdb::SbMetadataView& view, const std::string& integrationBridge,
-                        const std::set<std::string>& bridgePorts) {
+                        const core::SharedValue<std::set<std::string>>& bridgePorts) {
   if (!*alive_) return;
   const std::string bridge = integrationBridge.empty() ? "br-int" : integrationBridge;
   if (bridge != bridge_) {
@@ -103,7 +103,7 @@ void Reconciler::update(const ovsdb::SbMetadataView& view, const std::string& in
     portsDirty_ = true;
     // A port being re-plugged goes back in once ovs-vswitchd has dropped the old one.
     for (auto& [id, st] : networks_)
-      if (st.replug && st.applied && !bridgePorts_.count(st.applied->hostIface)) st.replug = false;
+      if (st.replug && st.applied && !bridgePorts_->count(st.applied->hostIface)) st.replug = false;
   }
   if (!verifyScheduled_) scheduleVerify();
   const bool synced = view.enabled && view.synced;
@@ -287,7 +287,7 @@ void Reconciler::onEnsured(const NetworkPlan& network, core::Result<Plumbing::En
   const bool verification = st.verify;
   st.verify = false;
   // Only once the port can really be removed (the view synced: pruning allowed).
-  if (ensured->namespaceCreated && bridgePorts_.count(network.hostIface) && plan_.synced)
+  if (ensured->namespaceCreated && bridgePorts_->count(network.hostIface) && plan_.synced)
     st.replug = true;
   st.applied = network;
   st.lastError.clear();
@@ -397,7 +397,7 @@ bool Reconciler::submitPorts() {
     // must not unplug and re-plug a working namespace.
     const NetworkPlan* network = st.applied ? &*st.applied : nullptr;
     if (!network && planned != plan_.networks.end() &&
-        bridgePorts_.count(planned->second.hostIface))
+        bridgePorts_->count(planned->second.hostIface))
       network = &planned->second;
     if (network) desired.ports[network->hostIface] = network->metadataPort;
   }

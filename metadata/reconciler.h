@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "core/shared_value.h"
 #include "metadata/planner.h"
 #include "ovsdb/metadata_ports.h"
 
@@ -105,9 +106,9 @@ class Reconciler {
   /** Whether the Southbound metadata rows are still needed (active, or namespaces remain). */
   bool wantsSouthbound() const { return active_ || !networks_.empty(); }
   /** A new Southbound view, the integration bridge name and the ports now on that bridge (from
-   *  the IDL thread's snapshot). */
+   *  the IDL thread's snapshot; shared, so that an unchanged set costs no comparison). */
   void update(const ovsdb::SbMetadataView& view, const std::string& integrationBridge,
-              const std::set<std::string>& bridgePorts);
+              const core::SharedValue<std::set<std::string>>& bridgePorts);
   void stop();
 
   /** The client IP's port in that network: 0, 1 or several matches. */
@@ -169,7 +170,7 @@ class Reconciler {
   std::shared_ptr<bool> alive_;
   bool active_ = false;
   std::string bridge_ = "br-int";
-  std::set<std::string> bridgePorts_;
+  core::SharedValue<std::set<std::string>> bridgePorts_;
   MetadataPlan plan_;
   std::uint64_t viewVersion_ = ~0ULL;
   bool viewSynced_ = false;

@@ -30,8 +30,8 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
 // absent or unreadable).
 std::optional<OwnershipRecord> ownershipRecord(const Snapshot& s) {
   if (s.ownership) return s.ownership;
-  const auto it = s.ovs.externalIds.find(kOwnershipKey);
-  if (it == s.ovs.externalIds.end()) return std::nullopt;
+  const auto it = s.ovs->externalIds.find(kOwnershipKey);
+  if (it == s.ovs->externalIds.end()) return std::nullopt;
   auto record = parseOwnership(it->second);
   if (!record) return std::nullopt;
   return std::move(*record);
@@ -175,7 +175,7 @@ void ChassisReconciler::update(const k8s::NodeInfo& node, const DesiredChassis& 
 
 void ChassisReconciler::submit() {
   // Nothing is sent before the first replica: whether a drain is due depends on it.
-  if (!planned_ || !snapshot_ || !snapshot_->ovs.hasRoot) return;
+  if (!planned_ || !snapshot_ || !snapshot_->ovs->hasRoot) return;
   DesiredChassis effective = *planned_;
   effective.holdOwned = drain_.since != 0;
   effective.drainSince = drain_.since;
@@ -209,7 +209,7 @@ void ChassisReconciler::reportFailedInterfaces() {
   // What ovs-vswitchd made of the bridges and ports the agent asked for (Interface.error,
   // ofport -1): a broken br-ex is not a ready gateway.
   const std::vector<std::string> failed =
-      submitted_ ? failedInterfaces(*submitted_, snapshot_->ovs) : std::vector<std::string>{};
+      submitted_ ? failedInterfaces(*submitted_, *snapshot_->ovs) : std::vector<std::string>{};
   metrics_.gauge("okna_ovsdb_failed_interfaces", "").set(static_cast<double>(failed.size()));
   for (const auto& f : failed) {
     if (std::find(failedInterfaces_.begin(), failedInterfaces_.end(), f) != failedInterfaces_.end())
@@ -286,7 +286,7 @@ void ChassisReconciler::updateHealth() {
         kComponent, false,
         "not connected to " + config_.remote + " (" +
             connectionProblem(config_.remote, why, s.tlsError, config_.ssl.configured()) + ")");
-  } else if (!s.ovs.hasRoot) {
+  } else if (!s.ovs->hasRoot) {
     health_.setReady(kComponent, false, "the Open_vSwitch table has no row (ovs-vsctl init)");
   } else if (!ready_) {
     health_.setReady(kComponent, false,
@@ -312,7 +312,7 @@ std::uint64_t ChassisReconciler::submitMetadata(const DesiredMetadataOvs& desire
 }
 
 void ChassisReconciler::evaluateDrain() {
-  if (!planned_ || !snapshot_ || !snapshot_->ovs.hasRoot) return;
+  if (!planned_ || !snapshot_ || !snapshot_->ovs->hasRoot) return;
   const Snapshot& s = *snapshot_;
   GatewayDrainInputs in;
   in.gatewayWanted = planned_->gateway;

@@ -90,9 +90,10 @@ ObservedBridgeIfaceIds readIfaceIds(okna_ovs_idl* idl, const std::string& bridge
   return ids;
 }
 
-// The rows of the chassis view the metadata service uses (not synced-ness: the caller's).
+// The rows of the chassis view the metadata service uses (not synced-ness: the caller's). The
+// rows stay shared with the published snapshots unless they changed.
 void readMetadataView(okna_sb_idl* sb, SbMetadataView& view) {
-  std::vector<SbPort> ports;
+  SbRows rows;
   okna_sb_idl_foreach_port(
       sb,
       [](void* ctx, const okna_sb_port* p) {
@@ -100,29 +101,25 @@ void readMetadataView(okna_sb_idl* sb, SbMetadataView& view) {
             SbPort{p->uuid, p->logical_port, p->type, p->datapath, p->on_chassis != 0,
                    p->on_additional != 0, p->mac0, p->cidrs, p->device_id, p->project_id});
       },
-      &ports);
-  std::sort(ports.begin(), ports.end(),
+      &rows.ports);
+  std::sort(rows.ports.begin(), rows.ports.end(),
             [](const SbPort& a, const SbPort& b) { return a.uuid < b.uuid; });
-  std::map<std::string, std::string> datapaths;
   okna_sb_idl_foreach_datapath(
       sb,
       [](void* ctx, const char* uuid, const char* name) {
         (*static_cast<std::map<std::string, std::string>*>(ctx))[uuid] = name;
       },
-      &datapaths);
-  if (ports != view.ports || datapaths != view.datapathNames) {
-    view.ports = std::move(ports);
-    view.datapathNames = std::move(datapaths);
-    ++view.version;
-  }
+      &rows.datapathNames);
+  if (view.rows.set(std::move(rows))) ++view.version;
   view.nbCfg = okna_sb_idl_nb_cfg(sb);
-  view.chassisPrivateIds.clear();
+  std::map<std::string, std::string> ids;
   view.hasChassisPrivate = okna_sb_idl_foreach_chassis_private_id(
                                sb,
                                [](void* ctx, const char* k, const char* v) {
                                  (*static_cast<std::map<std::string, std::string>*>(ctx))[k] = v;
                                },
-                               &view.chassisPrivateIds) != 0;
+                               &ids) != 0;
+  view.chassisPrivateIds = std::move(ids);
 }
 
 // The datapaths that host a VIF (type "" or "external") bound to this chassis or migrating to
@@ -183,9 +180,20 @@ class IdlThread::Loop {
       forceRead_ = true;
     }
     if (owner_.pendingMetadataGeneration_ != metadataGeneration_) {
-      // Also when the integration bridge (whose interface ids are read) changed.
-      forceRead_ = true;
-      metadata_ = owner_.pendingMetadata_;
+      const auto& next = owner_.pendingMetadata_;
+      const bool readsOtherIds = !metadata_ || !next || metadata_->enabled != next->enabled ||
+                                 metadata_->bridge != next->bridge;
+      // Wanted ports are diffed against a fresh read: at once after a quiet period (one
+      // network's plug is not held back), at most once per burst interval while hundreds come up
+      // (the loop hands them on every 25 ms then, and each read is O(ports)); in between, the
+      // burst read comes within kBurstReadInterval. Always when the integration bridge (whose
+      // interface ids are read) changed.
+      const auto now = Clock::now();
+      if (readsOtherIds || now >= nextForcedReadAt_) {
+        forceRead_ = true;
+        nextForcedReadAt_ = now + kBurstReadInterval;
+      }
+      metadata_ = next;
       metadataGeneration_ = owner_.pendingMetadataGeneration_;
       retryAt_ = Clock::time_point{};
     }
@@ -242,20 +250,22 @@ class IdlThread::Loop {
       forceRead_ = false;
       nextReadAt_ = now + kBurstReadInterval;
       seqno_ = seqno;
-      snap_.ovs = readObserved(ovs_);
-      snap_.systemId = valueOr(snap_.ovs.externalIds, "system-id");
-      if (const auto it = snap_.ovs.externalIds.find(kOwnershipKey);
-          it != snap_.ovs.externalIds.end())
+      // Compared with what was read before, so that unchanged data stays shared with the
+      // published snapshots (most changes touch one of the two).
+      snap_.ovs.set(readObserved(ovs_));
+      snap_.systemId = valueOr(snap_.ovs->externalIds, "system-id");
+      if (const auto it = snap_.ovs->externalIds.find(kOwnershipKey);
+          it != snap_.ovs->externalIds.end())
         if (auto record = parseOwnership(it->second)) known_ = std::move(*record);
-      snap_.integrationIfaceIds = metadata_ && metadata_->enabled
-                                      ? readIfaceIds(ovs_, metadata_->bridge)
-                                      : ObservedBridgeIfaceIds{};
+      snap_.integrationIfaceIds.set(metadata_ && metadata_->enabled
+                                        ? readIfaceIds(ovs_, metadata_->bridge)
+                                        : ObservedBridgeIfaceIds{});
     }
     manageSb();
     if (sbTxn_) finishSbTxn();
     if (!sbTxn_) keepNeutronLiveness();
 
-    if (!stale_ && !txn_ && (desired_ || metadata_) && connected && snap_.ovs.hasRoot &&
+    if (!stale_ && !txn_ && (desired_ || metadata_) && connected && snap_.ovs->hasRoot &&
         Clock::now() >= retryAt_ && (seqno_ != tryAgainSeqno_ || Clock::now() >= tryAgainUntil_))
       reconcile();
     publish();
@@ -266,9 +276,9 @@ class IdlThread::Loop {
     if (desired_) {
       // Once the agent knows the record, its memory is the copy: a deleted or garbled record is
       // restored from what this process last saw, the state file being only the first copy.
-      ops = known_ ? diffChassis(*desired_, snap_.ovs,
+      ops = known_ ? diffChassis(*desired_, *snap_.ovs,
                                  {OwnershipCopy::State::Known, *known_, "the agent's memory", ""})
-                   : diffChassis(*desired_, snap_.ovs);
+                   : diffChassis(*desired_, *snap_.ovs);
       using Kind = OwnershipOutcome::Kind;
       const Kind kind = ops.ownership.kind;
       if (kind != snap_.ownershipOutcome.kind &&
@@ -290,7 +300,7 @@ class IdlThread::Loop {
     // nothing for a bridge that is not there, so they can never block the chassis ops.
     const std::size_t chassisOps = ops.ops.size();
     if (metadata_) {
-      auto portOps = diffMetadataPorts(*metadata_, snap_.ovs, snap_.integrationIfaceIds);
+      auto portOps = diffMetadataPorts(*metadata_, *snap_.ovs, *snap_.integrationIfaceIds);
       if (portOps.empty()) snap_.metadataConvergedGeneration = metadataGeneration_;
       ops.ops.insert(ops.ops.end(), portOps.begin(), portOps.end());
     }
@@ -314,9 +324,10 @@ class IdlThread::Loop {
   void finishTxn() {
     const okna_txn_status status = okna_ovs_txn_commit(txn_);
     if (status == OKNA_TXN_INCOMPLETE) return;
-    // Our own change is read at once, never held back by the burst interval: the loop decides
-    // from the snapshot (a gateway drain from the ownership record just written).
-    forceRead_ = true;
+    // Our own chassis change is read at once, never held back by the burst interval: the loop
+    // decides from the snapshot (a gateway drain from the ownership record just written).
+    // Metadata ports alone wait for the burst read like any other change.
+    if (txnOwned_) forceRead_ = true;
     switch (status) {
       case OKNA_TXN_SUCCESS:
         ++snap_.stats.success;
@@ -352,7 +363,7 @@ class IdlThread::Loop {
   // The SB IDL follows the SB remote and the chassis name: reopened when either changes.
   void manageSb() {
     std::string remote = owner_.config_.sbRemote;
-    if (remote.empty()) remote = valueOr(snap_.ovs.externalIds, "ovn-remote");
+    if (remote.empty()) remote = valueOr(snap_.ovs->externalIds, "ovn-remote");
     const std::string chassis = snap_.systemId;
     if (remote != sbRemote_ || chassis != sbChassis_) {
       okna_sb_idl_close(sb_);
@@ -397,7 +408,7 @@ class IdlThread::Loop {
     // ovn-controller's way (update_sb_monitors): the conditions follow what the replica says
     // this chassis hosts. One step reaches the fixpoint: the hosted datapaths come from the
     // ports bound here, which the datapath clauses do not change.
-    const auto dps = hostedDatapaths(view.ports);
+    const auto dps = hostedDatapaths(view.rows->ports);
     std::vector<const char*> dpArgs;
     for (const auto& d : dps) dpArgs.push_back(d.c_str());
     const unsigned expected =
@@ -501,6 +512,8 @@ class IdlThread::Loop {
   bool everConnected_ = false;
   unsigned seqno_ = 0;
   bool forceRead_ = false;
+  // The earliest forced read for new wanted metadata ports (one per burst interval).
+  Clock::time_point nextForcedReadAt_{};
   bool stale_ = false;
   Clock::time_point nextReadAt_{};
   unsigned txnSeqno_ = 0;

@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/shared_value.h"
 #include "ovsdb/chassis_diff.h"
 #include "ovsdb/config.h"
 #include "ovsdb/metadata_ports.h"
@@ -67,14 +68,15 @@ struct Snapshot {
   std::string connectionError;
   // An ovs.ssl file that cannot be read ("ovs.ssl.caCertFile /x: No such file or directory").
   std::string tlsError;
-  ObservedOvs ovs;
+  // Shared between snapshots while unchanged (see core/shared_value.h).
+  core::SharedValue<ObservedOvs> ovs;
   // external_ids:system-id, the chassis name ("" when ovn-controller was never set up).
   std::string systemId;
   SbState sb;
   // The last submitted generation whose diff came out empty (0: none yet).
   std::uint64_t convergedGeneration = 0;
   // The integration bridge (DesiredMetadataOvs::bridge) and its ports' Interface external_ids.
-  ObservedBridgeIfaceIds integrationIfaceIds;
+  core::SharedValue<ObservedBridgeIfaceIds> integrationIfaceIds;
   // The last submitted metadata generation whose diff came out empty (0: none yet).
   std::uint64_t metadataConvergedGeneration = 0;
   // What the agent owns as far as it knows (ownership.h): the last valid record seen in OVSDB

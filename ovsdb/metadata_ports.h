@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/shared_value.h"
 #include "ovsdb/chassis_diff.h"
 
 namespace okna::ovsdb {
@@ -39,6 +40,15 @@ struct SbPort {
   bool operator==(const SbPort&) const = default;
 };
 
+/** The rows of the chassis view: thousands at scale, shared between snapshots while unchanged. */
+struct SbRows {
+  // Sorted by uuid.
+  std::vector<SbPort> ports;
+  // Datapath_Binding uuid -> external_ids:name.
+  std::map<std::string, std::string> datapathNames;
+  bool operator==(const SbRows&) const = default;
+};
+
 /** What the metadata service sees of the Southbound. */
 struct SbMetadataView {
   // The IDL thread monitors the metadata rows (the service is active).
@@ -49,15 +59,12 @@ struct SbMetadataView {
   // Why not synced, for /readyz?verbose.
   std::string notSyncedReason;
   std::string chassisUuid;
-  // Sorted by uuid.
-  std::vector<SbPort> ports;
-  // Datapath_Binding uuid -> external_ids:name.
-  std::map<std::string, std::string> datapathNames;
+  core::SharedValue<SbRows> rows;
   // SB_Global.nb_cfg, -1 when unknown.
   long long nbCfg = -1;
   bool hasChassisPrivate = false;
   std::map<std::string, std::string> chassisPrivateIds;
-  // Incremented by the IDL thread whenever ports or datapaths changed (cheap change detection).
+  // Incremented by the IDL thread whenever the rows changed (cheap change detection).
   std::uint64_t version = 0;
   bool operator==(const SbMetadataView&) const = default;
 };

@@ -12,11 +12,14 @@
 #   (c) agent start with S networks present (cold: no ovnmeta-*; then warm: restart, adopt)
 #   (d) agent VmRSS with 0, B+3 and S networks
 #   sudo bench/metadata/scale.sh [--batch 200] [--batch-sample 200] [--startup 1000]
-#                                [--startup-sample 20] [--keep]
+#                                [--startup-sample 20] [--keep] [--only-startup] [--rounds N]
+#   --only-startup: skip (a) and (b); --rounds N: (c) cold and warm N times.
+#   AGENT_BINS="bin1 bin2": (c) runs each binary in turn in every round (A/B on one chassis, in
+#   the same conditions); default: OKNA_AGENT_BIN or the build's agent.
 set -uo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
-batch=200 batch_sample=200 startup=1000 startup_sample=20 keep=0
+batch=200 batch_sample=200 startup=1000 startup_sample=20 keep=0 only_startup=0 rounds=1
 while (($#)); do
   case "$1" in
     --batch) batch=$2; shift 2 ;;
@@ -24,6 +27,8 @@ while (($#)); do
     --startup) startup=$2; shift 2 ;;
     --startup-sample) startup_sample=$2; shift 2 ;;
     --keep) keep=1; shift ;;
+    --only-startup) only_startup=1; shift ;;
+    --rounds) rounds=$2; shift 2 ;;
     *) usage ;;
   esac
 done
@@ -154,11 +159,12 @@ t0=$(now)
 wait_for 60 health /readyz || { log "agent not ready"; tail "$T/agent-1.log" >&2; exit 1; }
 res "agent start, 0 networks: /readyz 200 after $(ms "$t0" "$(now)") ms; VmRSS $(rss_kb) kB, threads $(ls /proc/$agent_pid/task | wc -l)"
 
+nets=0
+if [[ "$only_startup" == 0 ]]; then
 # ---------------------------------------------------------------- (a) one network, x3
 ovsdb-client --timestamp monitor "unix:$CH/sb.sock" OVN_Southbound Port_Binding logical_port,chassis,up \
   >"$T/sb-monitor.txt" 2>/dev/null &
 monitor=$!
-nets=0
 for trial in 1 2 3; do
   add_nets 1 $nets 1 || exit 1
   ns=$(cat "$T/sample-$nets")
@@ -198,6 +204,7 @@ t_last=$(tail -n1 "$T/poll-$nets" | cut -d' ' -f2)
 res "(b) $batch networks plugged at once (ovs-vsctl took $(ms "$t_plug" "$t_plugged") ms): all bound (SB) +$(ms "$t_plug" "$t_bound") ms, agent ready=$total +$(ms "$t_plug" "$t_ready") ms, $(wc -l <"$T/poll-$nets")/${#sample[@]} VMs answered, the last +$(ms "$t_plug" "${t_last:-0}") ms (first +$(ms "$t_plug" "$(head -n1 "$T/poll-$nets" | cut -d' ' -f2)") ms)"
 res "(d) VmRSS with $total namespaces: $(rss_kb) kB, threads $(ls /proc/$agent_pid/task | wc -l)"
 nets=$total
+fi
 
 # ---------------------------------------------------------------- (c) start-up with S networks
 if ((startup > nets)); then
@@ -211,7 +218,8 @@ if ((startup > nets)); then
   nets=$startup
 fi
 mapfile -t sample < <(cat "$T"/sample-*)
-# cold: remove every ovnmeta-* (and its OVS port) the first agent made
+# cold: remove every ovnmeta-* (and its OVS port) the previous agent made
+remove_metadata() {
 stop_agent
 t0=$(now)
 for d in "$CH"/net/*/info; do
@@ -225,6 +233,13 @@ _okof_vsctl $(cat "$T/unplug") || exit 1
 taps_gone() { ! _okof_hv_ip -br link | grep -qE "^tap($(ls "$CH/net" | cut -c1-10 | paste -sd'|' -))0"; }
 wait_for 120 taps_gone || log "WARNING: old metadata veths still present"
 log "removed the old ovnmeta namespaces in $(ms "$t0" "$(now)") ms"
+}
+bins=(${AGENT_BINS:-${OKNA_AGENT_BIN:-$root/build/agent/openkeel-node-agent}})
+for round in $(seq "$rounds"); do
+for bin in "${bins[@]}"; do
+export OKNA_AGENT_BIN=$bin
+remove_metadata
+((${#bins[@]} > 1 || rounds > 1)) && res "(c) round $round, agent $bin"
 for mode in cold warm; do
   [[ $mode == warm ]] && stop_agent
   /usr/bin/python3 "$root/bench/metadata/vm_poll.py" --period-ms 50 --connect-timeout-ms 40 \
@@ -263,6 +278,8 @@ for mode in cold warm; do
   t_last=$(tail -n1 "$T/poll-$mode" | cut -d' ' -f2)
   res "(c) $mode start with $nets networks: /readyz 200 +$(ms "$t0" "$t_readyz") ms, ready=$nets (metrics) +$(ms "$t0" "$t_ready") ms, $(wc -l <"$T/poll-$mode")/${#sample[@]} sampled VMs answered, the last +$(ms "$t0" "${t_last:-0}") ms"
   res "(d) VmRSS with $nets namespaces ($mode start): $(rss_kb) kB, threads $(ls /proc/$agent_pid/task | wc -l)"
+done
+done
 done
 if [[ -n "${RSS_PROBE:-}" ]] && command -v gdb >/dev/null; then
   # How much of the RSS is freed heap that glibc keeps (malloc_trim gives it back).

@@ -22,7 +22,7 @@ class FakeOvsdb {
  public:
   FakeOvsdb() {
     state_->snapshot.connected = true;
-    state_->snapshot.ovs.hasRoot = true;
+    state_->snapshot.ovs.mutableCopy().hasRoot = true;
   }
 
   /** For the ChassisReconciler constructor. */
@@ -38,19 +38,19 @@ class FakeOvsdb {
   const std::vector<ovsdb::DesiredChassis>& submitted() const { return state_->submitted; }
   const ovsdb::Snapshot& snapshot() const { return state_->snapshot; }
   ovsdb::OwnershipRecord record() const {
-    const auto& ids = state_->snapshot.ovs.externalIds;
+    const auto& ids = state_->snapshot.ovs->externalIds;
     const auto it = ids.find(ovsdb::kOwnershipKey);
     if (it == ids.end()) return {};
     auto r = ovsdb::parseOwnership(it->second);
     return r ? *r : ovsdb::OwnershipRecord{};
   }
   std::string externalId(const std::string& key) const {
-    const auto& ids = state_->snapshot.ovs.externalIds;
+    const auto& ids = state_->snapshot.ovs->externalIds;
     const auto it = ids.find(key);
     return it == ids.end() ? "" : it->second;
   }
   bool hasBridge(const std::string& name) const {
-    return state_->snapshot.ovs.bridges.count(name) != 0;
+    return state_->snapshot.ovs->bridges.count(name) != 0;
   }
 
   /** What ovn-controller and the Southbound say; published at once. */
@@ -90,7 +90,7 @@ class FakeOvsdb {
     }
     void submit(const ovsdb::DesiredChassis& desired, std::uint64_t generation) override {
       state_->submitted.push_back(desired);
-      apply(ovsdb::diffChassis(desired, state_->snapshot.ovs));
+      apply(ovsdb::diffChassis(desired, *state_->snapshot.ovs));
       state_->snapshot.convergedGeneration = generation;
       publishState();
     }
@@ -107,7 +107,7 @@ class FakeOvsdb {
     }
     void apply(const ovsdb::ChassisOps& ops) {
       using Kind = ovsdb::OvsOp::Kind;
-      auto& ovs = state_->snapshot.ovs;
+      auto& ovs = state_->snapshot.ovs.mutableCopy();
       for (const auto& op : ops.ops) {
         switch (op.kind) {
           case Kind::SetExternalId:

@@ -98,7 +98,7 @@ class MetadataViewTest : public ::testing::Test {
   std::string describe() const {
     std::string out =
         "synced=" + std::to_string(view()->synced) + " (" + view()->notSyncedReason + ") ports:";
-    for (const auto& p : view()->ports)
+    for (const auto& p : view()->rows->ports)
       out += " " + p.logicalPort + "[" + p.datapath.substr(0, 8) +
              " here=" + std::to_string(p.onChassis) + " add=" + std::to_string(p.onAdditional) +
              "]";
@@ -130,9 +130,9 @@ TEST_F(MetadataViewTest, ViewHoldsOnlyWhatThisChassisHosts) {
   EXPECT_EQ(p.networks.at("net-a").metadataPort, "md-a");
   EXPECT_EQ(p.index.at("net-a").at("10.0.0.10").at(0).deviceId, "inst-a");
   // Conditional monitoring: no row of network B (hosted elsewhere) reached the agent.
-  for (const auto& port : view()->ports) EXPECT_EQ(port.datapath, dpA_) << port.logicalPort;
-  EXPECT_EQ(view()->datapathNames.size(), 1U);
-  EXPECT_EQ(view()->datapathNames.count(dpA_), 1U);
+  for (const auto& port : view()->rows->ports) EXPECT_EQ(port.datapath, dpA_) << port.logicalPort;
+  EXPECT_EQ(view()->rows->datapathNames.size(), 1U);
+  EXPECT_EQ(view()->rows->datapathNames.count(dpA_), 1U);
 }
 
 TEST_F(MetadataViewTest, LiveMigrationTargetAndMovesFollowTheSouthbound) {

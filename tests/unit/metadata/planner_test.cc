@@ -40,9 +40,9 @@ SbMetadataView baseView() {
   SbMetadataView v;
   v.enabled = true;
   v.synced = true;
-  v.datapathNames[kDp] = std::string("neutron-") + kNet;
-  v.ports.push_back(localport(kDp, "fa:16:3e:00:00:01 10.0.0.2", "10.0.0.2/24"));
-  v.ports.push_back(vif("a", kDp, true, "fa:16:3e:00:00:10 10.0.0.10"));
+  v.rows.mutableCopy().datapathNames[kDp] = std::string("neutron-") + kNet;
+  v.rows.mutableCopy().ports.push_back(localport(kDp, "fa:16:3e:00:00:01 10.0.0.2", "10.0.0.2/24"));
+  v.rows.mutableCopy().ports.push_back(vif("a", kDp, true, "fa:16:3e:00:00:10 10.0.0.10"));
   return v;
 }
 
@@ -68,7 +68,7 @@ TEST(MetadataPlanner, Ipv6AddsTheLinkLocalMetadataAddress) {
 
 TEST(MetadataPlanner, OnlyIpv4CidrsOfTheMetadataPortAreUsed) {
   auto v = baseView();
-  v.ports[0].cidrs = "10.0.0.2/24 fd00::2/64 192.168.5.3/28";
+  v.rows.mutableCopy().ports[0].cidrs = "10.0.0.2/24 fd00::2/64 192.168.5.3/28";
   const auto plan = planMetadata(v, false);
   EXPECT_EQ(plan.networks.at(kNet).addresses,
             (std::vector<std::string>{"10.0.0.2/24", "169.254.169.254/32", "192.168.5.3/28"}));
@@ -76,14 +76,14 @@ TEST(MetadataPlanner, OnlyIpv4CidrsOfTheMetadataPortAreUsed) {
 
 TEST(MetadataPlanner, VmBoundToAnotherChassisGivesNoNamespace) {
   auto v = baseView();
-  v.ports[1].onChassis = false;
+  v.rows.mutableCopy().ports[1].onChassis = false;
   EXPECT_TRUE(planMetadata(v, false).networks.empty());
 }
 
 TEST(MetadataPlanner, LiveMigrationTargetGetsTheNamespaceBeforeTheVmLands) {
   auto v = baseView();
-  v.ports[1].onChassis = false;
-  v.ports[1].onAdditional = true;
+  v.rows.mutableCopy().ports[1].onChassis = false;
+  v.rows.mutableCopy().ports[1].onAdditional = true;
   const auto plan = planMetadata(v, false);
   EXPECT_EQ(plan.networks.count(kNet), 1U);
   EXPECT_EQ(plan.index.at(kNet).at("10.0.0.10").size(), 1U);
@@ -91,30 +91,31 @@ TEST(MetadataPlanner, LiveMigrationTargetGetsTheNamespaceBeforeTheVmLands) {
 
 TEST(MetadataPlanner, ExternalPortsCountAsVifsOtherTypesDoNot) {
   auto v = baseView();
-  v.ports[1].type = "external";
+  v.rows.mutableCopy().ports[1].type = "external";
   EXPECT_EQ(planMetadata(v, false).networks.size(), 1U);
-  v.ports[1].type = "chassisredirect";
+  v.rows.mutableCopy().ports[1].type = "chassisredirect";
   EXPECT_TRUE(planMetadata(v, false).networks.empty());
-  v.ports[1].type = "virtual";
+  v.rows.mutableCopy().ports[1].type = "virtual";
   EXPECT_TRUE(planMetadata(v, false).networks.empty());
 }
 
 TEST(MetadataPlanner, NoMetadataPortNoMacOrNoIpv4MeansNoNamespaceAndAWarning) {
   auto noPort = baseView();
-  noPort.ports.erase(noPort.ports.begin());
+  auto& rows = noPort.rows.mutableCopy();
+  rows.ports.erase(rows.ports.begin());
   auto plan = planMetadata(noPort, false);
   EXPECT_TRUE(plan.networks.empty());
   ASSERT_EQ(plan.warnings.size(), 1U);
   EXPECT_NE(plan.warnings[0].find("no metadata port"), std::string::npos);
 
   auto noMac = baseView();
-  noMac.ports[0].mac0 = "unknown";
+  noMac.rows.mutableCopy().ports[0].mac0 = "unknown";
   plan = planMetadata(noMac, false);
   EXPECT_TRUE(plan.networks.empty());
   EXPECT_NE(plan.warnings.at(0).find("no MAC"), std::string::npos);
 
   auto noCidr = baseView();
-  noCidr.ports[0].cidrs = "fd00::2/64";
+  noCidr.rows.mutableCopy().ports[0].cidrs = "fd00::2/64";
   plan = planMetadata(noCidr, false);
   EXPECT_TRUE(plan.networks.empty());
   EXPECT_NE(plan.warnings.at(0).find("no IPv4"), std::string::npos);
@@ -123,8 +124,8 @@ TEST(MetadataPlanner, NoMetadataPortNoMacOrNoIpv4MeansNoNamespaceAndAWarning) {
 TEST(MetadataPlanner, MetadataPortChangesShowInThePlan) {
   auto v = baseView();
   const auto before = planMetadata(v, false).networks.at(kNet);
-  v.ports[0].mac0 = "fa:16:3e:00:00:99 10.0.0.3";
-  v.ports[0].cidrs = "10.0.0.3/24";
+  v.rows.mutableCopy().ports[0].mac0 = "fa:16:3e:00:00:99 10.0.0.3";
+  v.rows.mutableCopy().ports[0].cidrs = "10.0.0.3/24";
   const auto after = planMetadata(v, false).networks.at(kNet);
   EXPECT_NE(before, after);
   EXPECT_EQ(after.mac, "fa:16:3e:00:00:99");
@@ -133,7 +134,8 @@ TEST(MetadataPlanner, MetadataPortChangesShowInThePlan) {
 
 TEST(MetadataPlanner, IndexFindsTheBoundVifByIpAndByMac) {
   auto v = baseView();
-  v.ports.push_back(vif("b", kDp, true, "fa:16:3e:00:00:11 10.0.0.11 fd00::11", "vm-2"));
+  v.rows.mutableCopy().ports.push_back(
+      vif("b", kDp, true, "fa:16:3e:00:00:11 10.0.0.11 fd00::11", "vm-2"));
   const auto plan = planMetadata(v, false);
   const auto& idx = plan.index.at(kNet);
   EXPECT_EQ(idx.at("10.0.0.10").at(0).deviceId, "vm-1");
@@ -145,8 +147,10 @@ TEST(MetadataPlanner, IndexFindsTheBoundVifByIpAndByMac) {
 
 TEST(MetadataPlanner, IndexIgnoresVmsBoundElsewhereAndKeepsDuplicates) {
   auto v = baseView();
-  v.ports.push_back(vif("c", kDp, false, "fa:16:3e:00:00:12 10.0.0.12", "remote-vm"));
-  v.ports.push_back(vif("d", kDp, true, "fa:16:3e:00:00:13 10.0.0.10", "dup-vm"));
+  v.rows.mutableCopy().ports.push_back(
+      vif("c", kDp, false, "fa:16:3e:00:00:12 10.0.0.12", "remote-vm"));
+  v.rows.mutableCopy().ports.push_back(
+      vif("d", kDp, true, "fa:16:3e:00:00:13 10.0.0.10", "dup-vm"));
   const auto plan = planMetadata(v, false);
   const auto& idx = plan.index.at(kNet);
   EXPECT_EQ(idx.count("10.0.0.12"), 0U);
@@ -155,9 +159,11 @@ TEST(MetadataPlanner, IndexIgnoresVmsBoundElsewhereAndKeepsDuplicates) {
 
 TEST(MetadataPlanner, TwoNetworksAreIndexedApart) {
   auto v = baseView();
-  v.datapathNames[kDp2] = "neutron-other-net";
-  v.ports.push_back(localport(kDp2, "fa:16:3e:00:01:01 10.1.0.2", "10.1.0.2/24"));
-  v.ports.push_back(vif("e", kDp2, true, "fa:16:3e:00:01:10 10.0.0.10", "vm-other"));
+  v.rows.mutableCopy().datapathNames[kDp2] = "neutron-other-net";
+  v.rows.mutableCopy().ports.push_back(
+      localport(kDp2, "fa:16:3e:00:01:01 10.1.0.2", "10.1.0.2/24"));
+  v.rows.mutableCopy().ports.push_back(
+      vif("e", kDp2, true, "fa:16:3e:00:01:10 10.0.0.10", "vm-other"));
   const auto plan = planMetadata(v, false);
   ASSERT_EQ(plan.networks.size(), 2U);
   EXPECT_EQ(plan.index.at(kNet).at("10.0.0.10").at(0).deviceId, "vm-1");

@@ -118,18 +118,25 @@ class ReconcilerTest : public ::testing::Test {
     v.enabled = true;
     v.synced = synced;
     v.version = ++version_;
+    ovsdb::SbRows rows;
     int i = 0;
     for (const auto& net : networks) {
       const std::string dp = "dp-" + net;
       const std::string octet = std::to_string(++i);
-      v.datapathNames[dp] = "neutron-" + net;
-      v.ports.push_back(port("md-" + net, dp, "localport", false,
-                             "fa:16:3e:00:00:0" + octet + " 10.0." + octet + ".2",
-                             "10.0." + octet + ".2/24"));
-      v.ports.push_back(
+      rows.datapathNames[dp] = "neutron-" + net;
+      rows.ports.push_back(port("md-" + net, dp, "localport", false,
+                                "fa:16:3e:00:00:0" + octet + " 10.0." + octet + ".2",
+                                "10.0." + octet + ".2/24"));
+      rows.ports.push_back(
           port("vm-" + net, dp, "", true, "fa:16:3e:00:01:0" + octet + " 10.0." + octet + ".10"));
     }
+    v.rows = std::move(rows);
     return v;
+  }
+
+  // The integration bridge's ports, as the metadata service hands them on.
+  static core::SharedValue<std::set<std::string>> ports(std::set<std::string> names = {}) {
+    return names;
   }
 
   bool ready() const {
@@ -152,7 +159,7 @@ class ReconcilerTest : public ::testing::Test {
 
 TEST_F(ReconcilerTest, SetsUpServesAndPlugsANetwork) {
   r_->setActive(true);
-  r_->update(view({"net-a"}), "br-int", {});
+  r_->update(view({"net-a"}), "br-int", ports({}));
   EXPECT_FALSE(ready());
   settle();
   ASSERT_EQ(plumbing_.ensured.size(), 1U);
@@ -170,7 +177,7 @@ TEST_F(ReconcilerTest, SetsUpServesAndPlugsANetwork) {
 TEST_F(ReconcilerTest, ABurstOfSetUpsIsPluggedInOneGoAndALoneOneAtOnce) {
   make(std::chrono::milliseconds(40));
   r_->setActive(true);
-  r_->update(view({"net-a", "net-b", "net-c"}), "br-int", {});
+  r_->update(view({"net-a", "net-b", "net-c"}), "br-int", ports({}));
   // The first hand-over (nothing set up yet) goes at once; the three set-ups completing within
   // the window wait for it to close and then go together, in one hand-over.
   settle();
@@ -184,7 +191,7 @@ TEST_F(ReconcilerTest, ABurstOfSetUpsIsPluggedInOneGoAndALoneOneAtOnce) {
   EXPECT_TRUE(ready());
   // Quiet since: a fourth network's port is handed on as soon as its namespace is up, without
   // waiting for any timer.
-  r_->update(view({"net-a", "net-b", "net-c", "net-d"}), "br-int", {});
+  r_->update(view({"net-a", "net-b", "net-c", "net-d"}), "br-int", ports({}));
   settle();
   EXPECT_EQ(submits_, afterBurst + 2);
   EXPECT_EQ(ovs_.ports.size(), 4u);
@@ -192,9 +199,9 @@ TEST_F(ReconcilerTest, ABurstOfSetUpsIsPluggedInOneGoAndALoneOneAtOnce) {
 
 TEST_F(ReconcilerTest, AnUnchangedViewDoesNothing) {
   r_->setActive(true);
-  r_->update(view({"net-a"}), "br-int", {});
+  r_->update(view({"net-a"}), "br-int", ports({}));
   settle();
-  r_->update(view({"net-a"}), "br-int", {"tapnet-a0"});
+  r_->update(view({"net-a"}), "br-int", ports({"tapnet-a0"}));
   settle();
   EXPECT_EQ(plumbing_.ensured.size(), 1U);
   EXPECT_EQ(plumbing_.listens.size(), 2U);
@@ -202,12 +209,12 @@ TEST_F(ReconcilerTest, AnUnchangedViewDoesNothing) {
 
 TEST_F(ReconcilerTest, AMetadataPortChangeReaddressesLiveWithoutNewListeners) {
   r_->setActive(true);
-  r_->update(view({"net-a"}), "br-int", {});
+  r_->update(view({"net-a"}), "br-int", ports({}));
   settle();
   auto v = view({"net-a"});
-  v.ports[0].mac0 = "fa:16:3e:00:00:99 10.0.1.3";
-  v.ports[0].cidrs = "10.0.1.3/24";
-  r_->update(v, "br-int", {"tapnet-a0"});
+  v.rows.mutableCopy().ports[0].mac0 = "fa:16:3e:00:00:99 10.0.1.3";
+  v.rows.mutableCopy().ports[0].cidrs = "10.0.1.3/24";
+  r_->update(v, "br-int", ports({"tapnet-a0"}));
   settle();
   ASSERT_EQ(plumbing_.ensured.size(), 2U);
   EXPECT_EQ(plumbing_.ensured[1].mac, "fa:16:3e:00:00:99");
@@ -217,12 +224,12 @@ TEST_F(ReconcilerTest, AMetadataPortChangeReaddressesLiveWithoutNewListeners) {
 
 TEST_F(ReconcilerTest, ANamespaceRecreatedUnderneathGetsNewListeners) {
   r_->setActive(true);
-  r_->update(view({"net-a"}), "br-int", {});
+  r_->update(view({"net-a"}), "br-int", ports({}));
   settle();
   plumbing_.existing.clear();  // someone ran `ip netns delete`
   auto v = view({"net-a"});
-  v.ports[0].cidrs = "10.0.1.2/24 10.9.0.2/24";  // any change triggers an ensure
-  r_->update(v, "br-int", {"tapnet-a0"});
+  v.rows.mutableCopy().ports[0].cidrs = "10.0.1.2/24 10.9.0.2/24";  // any change triggers an ensure
+  r_->update(v, "br-int", ports({"tapnet-a0"}));
   settle();
   EXPECT_EQ(plumbing_.listens.size(), 4U);
   EXPECT_EQ(listeners_.removals, 1);
@@ -231,9 +238,9 @@ TEST_F(ReconcilerTest, ANamespaceRecreatedUnderneathGetsNewListeners) {
 
 TEST_F(ReconcilerTest, ANetworkWithoutVmsHereIsTornDown) {
   r_->setActive(true);
-  r_->update(view({"net-a", "net-b"}), "br-int", {});
+  r_->update(view({"net-a", "net-b"}), "br-int", ports({}));
   settle();
-  r_->update(view({"net-b"}), "br-int", {"tapnet-a0", "tapnet-b0"});
+  r_->update(view({"net-b"}), "br-int", ports({"tapnet-a0", "tapnet-b0"}));
   settle();
   EXPECT_EQ(plumbing_.removed, (std::vector<std::string>{"ovnmeta-net-a"}));
   EXPECT_EQ(listeners_.fds.count("net-a"), 0U);
@@ -244,9 +251,9 @@ TEST_F(ReconcilerTest, ANetworkWithoutVmsHereIsTornDown) {
 
 TEST_F(ReconcilerTest, NothingIsTornDownWhileTheViewIsNotSynced) {
   r_->setActive(true);
-  r_->update(view({"net-a"}), "br-int", {});
+  r_->update(view({"net-a"}), "br-int", ports({}));
   settle();
-  r_->update(view({}, false), "br-int", {"tapnet-a0"});
+  r_->update(view({}, false), "br-int", ports({"tapnet-a0"}));
   settle();
   EXPECT_TRUE(plumbing_.removed.empty());
   EXPECT_EQ(listeners_.fds["net-a"].size(), 2U);
@@ -258,10 +265,10 @@ TEST_F(ReconcilerTest, NothingIsTornDownWhileTheViewIsNotSynced) {
 TEST_F(ReconcilerTest, StrayNamespacesAreRemovedOnceSyncedAndOnlyOvnmetaOnes) {
   plumbing_.existing = {"ovnmeta-gone", "ovnmeta-net-a", "other-ns"};
   r_->setActive(true);
-  r_->update(view({"net-a"}, false), "br-int", {});
+  r_->update(view({"net-a"}, false), "br-int", ports({}));
   settle();
   EXPECT_EQ(plumbing_.lists, 0) << "no judgement before the view is synced";
-  r_->update(view({"net-a"}), "br-int", {"tapnet-a0"});
+  r_->update(view({"net-a"}), "br-int", ports({"tapnet-a0"}));
   settle();
   EXPECT_EQ(plumbing_.lists, 1);
   EXPECT_EQ(plumbing_.removed, (std::vector<std::string>{"ovnmeta-gone"}));
@@ -271,7 +278,7 @@ TEST_F(ReconcilerTest, StrayNamespacesAreRemovedOnceSyncedAndOnlyOvnmetaOnes) {
 TEST_F(ReconcilerTest, ARestartKeepsExistingPortsPluggedWhileAdopting) {
   plumbing_.existing = {"ovnmeta-net-a"};
   r_->setActive(true);
-  r_->update(view({"net-a"}), "br-int", {"tapnet-a0"});
+  r_->update(view({"net-a"}), "br-int", ports({"tapnet-a0"}));
   // Before the worker ran: the port that is already on the bridge is still wanted.
   EXPECT_EQ(ovs_.ports, (std::map<std::string, std::string>{{"tapnet-a0", "md-net-a"}}));
   EXPECT_TRUE(ovs_.prune);
@@ -283,7 +290,7 @@ TEST_F(ReconcilerTest, ARestartKeepsExistingPortsPluggedWhileAdopting) {
 TEST_F(ReconcilerTest, AFailedEnsureIsRetriedAndShownInReadiness) {
   plumbing_.failEnsure = true;
   r_->setActive(true);
-  r_->update(view({"net-a"}), "br-int", {});
+  r_->update(view({"net-a"}), "br-int", ports({}));
   settle();
   EXPECT_FALSE(ready());
   bool mentioned = false;
@@ -302,7 +309,7 @@ TEST_F(ReconcilerTest, AFailedEnsureIsRetriedAndShownInReadiness) {
 
 TEST_F(ReconcilerTest, ThePeriodicCheckRebuildsANamespaceDeletedBehindTheAgentsBack) {
   r_->setActive(true);
-  r_->update(view({"net-a"}), "br-int", {});
+  r_->update(view({"net-a"}), "br-int", ports({}));
   settle();
   ASSERT_TRUE(ready());
   // Nothing changed: the check re-ensures, opens no listener, repairs nothing.
@@ -326,9 +333,9 @@ TEST_F(ReconcilerTest, ThePeriodicCheckRebuildsANamespaceDeletedBehindTheAgentsB
 
 TEST_F(ReconcilerTest, ARecreatedVethIsUnpluggedThenPluggedAgain) {
   r_->setActive(true);
-  r_->update(view({"net-a"}), "br-int", {});
+  r_->update(view({"net-a"}), "br-int", ports({}));
   settle();
-  r_->update(view({"net-a"}), "br-int", {"tapnet-a0"});
+  r_->update(view({"net-a"}), "br-int", ports({"tapnet-a0"}));
   settle();
   // The namespace (and its veth) rebuilt under the existing OVS port: the port goes first...
   plumbing_.existing.clear();
@@ -337,11 +344,11 @@ TEST_F(ReconcilerTest, ARecreatedVethIsUnpluggedThenPluggedAgain) {
   EXPECT_EQ(ovs_.ports.count("tapnet-a0"), 0U) << "ovs-vswitchd would keep the dead device";
   EXPECT_TRUE(ovs_.prune);
   // ...and comes back once the bridge no longer has it.
-  r_->update(view({"net-a"}), "br-int", {});
+  r_->update(view({"net-a"}), "br-int", ports({}));
   settle();
   EXPECT_EQ(ovs_.ports, (std::map<std::string, std::string>{{"tapnet-a0", "md-net-a"}}));
   // A check that finds nothing wrong never unplugs.
-  r_->update(view({"net-a"}), "br-int", {"tapnet-a0"});
+  r_->update(view({"net-a"}), "br-int", ports({"tapnet-a0"}));
   r_->verifyAll();
   settle();
   EXPECT_EQ(ovs_.ports.count("tapnet-a0"), 1U);
@@ -349,7 +356,7 @@ TEST_F(ReconcilerTest, ARecreatedVethIsUnpluggedThenPluggedAgain) {
 
 TEST_F(ReconcilerTest, AFailedCheckIsNotReadyAndRetriedUntilRepaired) {
   r_->setActive(true);
-  r_->update(view({"net-a"}), "br-int", {});
+  r_->update(view({"net-a"}), "br-int", ports({}));
   settle();
   plumbing_.existing.clear();
   plumbing_.failEnsure = true;
@@ -370,15 +377,15 @@ TEST_F(ReconcilerTest, AFailedCheckIsNotReadyAndRetriedUntilRepaired) {
 
 TEST_F(ReconcilerTest, InactiveCreatesNothingButKeepsServingUntilTheVmsLeave) {
   r_->setActive(true);
-  r_->update(view({"net-a"}), "br-int", {});
+  r_->update(view({"net-a"}), "br-int", ports({}));
   settle();
   r_->setActive(false);
-  r_->update(view({"net-a", "net-b"}), "br-int", {"tapnet-a0"});
+  r_->update(view({"net-a", "net-b"}), "br-int", ports({"tapnet-a0"}));
   settle();
   EXPECT_EQ(listeners_.fds.count("net-b"), 0U);
   EXPECT_EQ(listeners_.fds["net-a"].size(), 2U);
   EXPECT_TRUE(r_->wantsSouthbound());
-  r_->update(view({"net-b"}), "br-int", {"tapnet-a0"});
+  r_->update(view({"net-b"}), "br-int", ports({"tapnet-a0"}));
   settle();
   EXPECT_EQ(plumbing_.removed, (std::vector<std::string>{"ovnmeta-net-a"}));
   EXPECT_FALSE(r_->wantsSouthbound());
@@ -386,7 +393,7 @@ TEST_F(ReconcilerTest, InactiveCreatesNothingButKeepsServingUntilTheVmsLeave) {
 
 TEST_F(ReconcilerTest, LookupByIpAndByIpv6LinkLocal) {
   r_->setActive(true);
-  r_->update(view({"net-a"}), "br-int", {});
+  r_->update(view({"net-a"}), "br-int", ports({}));
   EXPECT_EQ(r_->lookup("net-a", "10.0.1.10").size(), 1U);
   EXPECT_EQ(r_->lookup("net-a", "10.0.1.10")[0].deviceId, "dev-vm-net-a");
   EXPECT_TRUE(r_->lookup("net-a", "10.0.1.11").empty());
