@@ -181,9 +181,16 @@ void Reconciler::flushOutputs() {
   // Each output has its own window, opened only when it really handed something on: a
   // readiness update must not hold back the OVS port of the network that just came up.
   const auto due = [&](Clock::time_point last) { return now - last >= interval; };
-  if (portsDirty_ && due(lastPortsOutput_)) {
+  // A quiet period resets the ports' window; each hand-over within a burst doubles it.
+  if (now - lastPortsOutput_ >= std::max(options_.outputIntervalMax, interval))
+    portsInterval_ = interval;
+  if (portsDirty_ && now - lastPortsOutput_ >= portsInterval_) {
     portsDirty_ = false;
-    if (submitPorts()) lastPortsOutput_ = now;
+    if (submitPorts()) {
+      lastPortsOutput_ = now;
+      portsInterval_ = std::min(std::max(portsInterval_ * 2, interval),
+                                std::max(options_.outputIntervalMax, interval));
+    }
   }
   if (healthDirty_ && due(lastHealthOutput_)) {
     healthDirty_ = false;
@@ -192,7 +199,7 @@ void Reconciler::flushOutputs() {
   }
   if ((!portsDirty_ && !healthDirty_) || outputTimerArmed_) return;
   Clock::time_point at = Clock::time_point::max();
-  if (portsDirty_) at = std::min(at, lastPortsOutput_ + interval);
+  if (portsDirty_) at = std::min(at, lastPortsOutput_ + portsInterval_);
   if (healthDirty_) at = std::min(at, lastHealthOutput_ + interval);
   outputTimerArmed_ = true;
   outputTimer_.expires_at(at);

@@ -1,5 +1,7 @@
 #include "netns/applier.h"
 
+#include <algorithm>
+
 #include "core/logging.h"
 
 namespace okna::netns {
@@ -50,12 +52,13 @@ core::Status NamespaceApplier::ensure(const DesiredNamespace& desired, EnsureRep
       log->debug("{}: {}", desired.name, r.summary(desired));
       return {};
     }
-    for (const auto& op : ops) {
-      if (auto st = netlink_.apply(op, desired); !st) {
-        r.failed.push_back(op);
-        return withContext(ctx + ": " + describe(op, desired), st.error());
-      }
-      r.applied.push_back(op);
+    std::size_t done = 0;
+    const auto st = netlink_.applyAll(ops, desired, &done);
+    r.applied.insert(r.applied.end(), ops.begin(), ops.begin() + static_cast<long>(done));
+    if (!st) {
+      const NsOp& failed = ops[std::min(done, ops.size() - 1)];
+      r.failed.push_back(failed);
+      return withContext(ctx + ": " + describe(failed, desired), st.error());
     }
   }
   auto observed = netlink_.observe(desired);

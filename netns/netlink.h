@@ -7,6 +7,7 @@
 // (netns/worker.h), never from the event loop thread. The "host" namespace is the namespace of
 // the calling thread.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,6 +36,21 @@ class Netlink {
   virtual core::Result<ObservedNamespace> observe(const DesiredNamespace& desired) = 0;
   /** One op of diffNamespace(); the error names the object and carries errno. */
   virtual core::Status apply(const NsOp& op, const DesiredNamespace& desired) = 0;
+  /**
+   * The ops in order, stopping at the first error; `*done` counts those applied. The kernel
+   * implementation enters the namespace once per run of consecutive ops inside it, with one
+   * socket per namespace (a set-up is a dozen ops: per-op setns and sockets were a measurable
+   * part of a cold start with 1,000 namespaces).
+   */
+  virtual core::Status applyAll(const std::vector<NsOp>& ops, const DesiredNamespace& desired,
+                                std::size_t* done) {
+    *done = 0;
+    for (const auto& op : ops) {
+      if (auto st = apply(op, desired); !st) return st;
+      ++*done;
+    }
+    return {};
+  }
   /** Names under /run/netns starting with `prefix`, sorted; none when /run/netns is absent. */
   virtual core::Result<std::vector<std::string>> listNamespaces(const std::string& prefix) = 0;
   /**
@@ -56,6 +72,8 @@ class NetlinkImpl : public Netlink {
  public:
   core::Result<ObservedNamespace> observe(const DesiredNamespace& desired) override;
   core::Status apply(const NsOp& op, const DesiredNamespace& desired) override;
+  core::Status applyAll(const std::vector<NsOp>& ops, const DesiredNamespace& desired,
+                        std::size_t* done) override;
   core::Result<std::vector<std::string>> listNamespaces(const std::string& prefix) override;
   core::Status removeNamespace(const std::string& name, const std::string& hostIface) override;
   core::Result<int> openListener(const std::string& name, const ListenerOptions& options) override;

@@ -5,10 +5,12 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/if.h>
+#include <linux/if_link.h>
 #include <netlink/addr.h>
 #include <netlink/netlink.h>
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
+#include <netlink/route/link/inet6.h>
 #include <netlink/route/link/veth.h>
 #include <unistd.h>
 
@@ -236,17 +238,19 @@ core::Status setMac(nl_sock* sock, const std::string& iface, const std::string& 
   return st ? up : st;
 }
 
-// The host end is an OVS port and needs no address. Without this each one gets an IPv6
-// link-local address and an fe80::/64 route when it goes up: the host's fe80::/64 routes form
-// one list that the kernel walks on every insertion, so a thousand namespaces cost O(N^2)
-// (fib6_add_rt2node was a third of the set-up's kernel time at 1,000 networks). Best effort:
-// a host without IPv6 has no such file.
-void disableIpv6(const std::string& iface) {
-  const std::string path = "/proc/sys/net/ipv6/conf/" + iface + "/disable_ipv6";
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  [[maybe_unused]] const auto n = ::write(fd, "1", 1);
-  ::close(fd);
+// The host end is an OVS port and needs no IPv6 address. Left alone, going up gives it an
+// fe80:: address and an fe80::/64 route, and the host's fe80::/64 routes form one list that the
+// kernel walks on every insertion: a thousand namespaces cost O(N^2) (fib6_add_rt2node was a third
+// of the set-up's kernel time at 1,000 networks). Address generation "none", set while the link is
+// down, gives it no address at all. (Writing disable_ipv6 instead removes the link's routes with a
+// walk over every IPv6 route of the host, fib6_clean_all: a fifth of the set-up's kernel time at
+// 1,000.) Best effort: a host without IPv6 refuses it, and the link works without it.
+void noIpv6Addresses(nl_sock* hostSock, const std::string& iface) {
+  Link changes(rtnl_link_alloc());
+  if (rtnl_link_inet6_set_addr_gen_mode(changes.get(), IN6_ADDR_GEN_MODE_NONE) < 0) return;
+  auto link = getLink(hostSock, iface);
+  if (!link || !*link) return;
+  rtnl_link_change(hostSock, link->get(), changes.get(), 0);
 }
 
 core::Status createVeth(nl_sock* hostSock, const DesiredNamespace& d) {
@@ -268,7 +272,7 @@ core::Status createVeth(nl_sock* hostSock, const DesiredNamespace& d) {
   const int err = rtnl_link_add(hostSock, veth.get(), NLM_F_CREATE | NLM_F_EXCL);
   ::close(*nsFd);
   if (err < 0) return nlError(what, err);
-  disableIpv6(d.hostIface);
+  noIpv6Addresses(hostSock, d.hostIface);
   return {};
 }
 
@@ -356,39 +360,109 @@ core::Result<ObservedNamespace> NetlinkImpl::observe(const DesiredNamespace& d) 
   return inside;
 }
 
-core::Status NetlinkImpl::apply(const NsOp& op, const DesiredNamespace& d) {
-  auto host = connectRoute();
-  if (!host) return host.error();
-  nl_sock* hs = host->get();
+namespace {
+
+// Ops that change the inside of the namespace run there, with a socket made there.
+bool runsInside(const NsOp& op) {
+  switch (op.kind) {
+    case NsOpKind::LoopbackUp:
+    case NsOpKind::SetMac:
+    case NsOpKind::InnerLinkUp:
+    case NsOpKind::DelAddress:
+    case NsOpKind::AddAddress:
+    case NsOpKind::DisableOffloads:
+      return true;
+    case NsOpKind::DeleteInnerIface:
+      return !op.inHost;
+    case NsOpKind::CreateNamespace:
+    case NsOpKind::DeleteHostIface:
+    case NsOpKind::CreateVeth:
+    case NsOpKind::MoveInner:
+    case NsOpKind::HostLinkUp:
+      return false;
+  }
+  return false;
+}
+
+// `s` is a socket of the namespace the calling thread is in (runsInside(op)).
+core::Status applyInside(nl_sock* s, const NsOp& op, const DesiredNamespace& d) {
+  switch (op.kind) {
+    case NsOpKind::LoopbackUp:
+      return setUp(s, "lo", true);
+    case NsOpKind::DeleteInnerIface:
+      return deleteLink(s, d.innerIface);
+    case NsOpKind::SetMac:
+      return setMac(s, d.innerIface, d.mac);
+    case NsOpKind::InnerLinkUp:
+      return setUp(s, d.innerIface, true);
+    case NsOpKind::DelAddress:
+    case NsOpKind::AddAddress:
+      return changeAddress(s, d.innerIface, op.address, op.kind == NsOpKind::AddAddress);
+    case NsOpKind::DisableOffloads:
+      return disableOffloads("", d.innerIface);
+    default:
+      return core::makeError(std::string("not an op inside the namespace: ") + toString(op.kind),
+                             EINVAL);
+  }
+}
+
+// `hs` is a socket of the host namespace (the calling thread's).
+core::Status applyOnHost(nl_sock* hs, const NsOp& op, const DesiredNamespace& d) {
   switch (op.kind) {
     case NsOpKind::CreateNamespace:
       return detail::createNamedNamespace(d.name);
-    case NsOpKind::LoopbackUp:
-      return withNamespaceSock(d.name, [](nl_sock* s) { return setUp(s, "lo", true); });
     case NsOpKind::DeleteHostIface:
       return deleteLink(hs, d.hostIface);
     case NsOpKind::DeleteInnerIface:
-      if (op.inHost) return deleteLink(hs, d.innerIface);
-      return withNamespaceSock(d.name, [&](nl_sock* s) { return deleteLink(s, d.innerIface); });
+      return deleteLink(hs, d.innerIface);
     case NsOpKind::CreateVeth:
       return createVeth(hs, d);
     case NsOpKind::MoveInner:
       return moveInner(hs, d);
-    case NsOpKind::SetMac:
-      return withNamespaceSock(d.name, [&](nl_sock* s) { return setMac(s, d.innerIface, d.mac); });
-    case NsOpKind::InnerLinkUp:
-      return withNamespaceSock(d.name, [&](nl_sock* s) { return setUp(s, d.innerIface, true); });
     case NsOpKind::HostLinkUp:
       return setUp(hs, d.hostIface, true);
-    case NsOpKind::DelAddress:
-    case NsOpKind::AddAddress:
-      return withNamespaceSock(d.name, [&](nl_sock* s) {
-        return changeAddress(s, d.innerIface, op.address, op.kind == NsOpKind::AddAddress);
-      });
-    case NsOpKind::DisableOffloads:
-      return disableOffloads(d.name, d.innerIface);
+    default:
+      return core::makeError(std::string("not an op on the host: ") + toString(op.kind), EINVAL);
   }
-  return core::makeError("unknown op", EINVAL);
+}
+
+}  // namespace
+
+core::Status NetlinkImpl::apply(const NsOp& op, const DesiredNamespace& d) {
+  std::size_t done = 0;
+  return applyAll({op}, d, &done);
+}
+
+core::Status NetlinkImpl::applyAll(const std::vector<NsOp>& ops, const DesiredNamespace& d,
+                                   std::size_t* done) {
+  *done = 0;
+  Sock host;
+  std::size_t i = 0;
+  while (i < ops.size()) {
+    if (!runsInside(ops[i])) {
+      if (!host) {
+        auto sock = connectRoute();
+        if (!sock) return sock.error();
+        host = std::move(*sock);
+      }
+      if (auto st = applyOnHost(host.get(), ops[i], d); !st) return st;
+      ++*done;
+      ++i;
+      continue;
+    }
+    // A run of ops inside: one setns there and back, one socket.
+    auto st = runInNamespace(d.name, [&]() -> core::Status {
+      auto sock = connectRoute();
+      if (!sock) return sock.error();
+      for (; i < ops.size() && runsInside(ops[i]); ++i) {
+        if (auto s = applyInside(sock->get(), ops[i], d); !s) return s;
+        ++*done;
+      }
+      return {};
+    });
+    if (!st) return st;
+  }
+  return {};
 }
 
 core::Result<std::vector<std::string>> NetlinkImpl::listNamespaces(const std::string& prefix) {

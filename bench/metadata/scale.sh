@@ -103,6 +103,24 @@ thread_cpu() {
   done
   echo "$out"
 }
+# CPU time (ms, user+sys) of the chassis' daemons and everything else on the machine, so far:
+# "name:ms ...". What competes with the agent on this 2-CPU machine during a start.
+daemon_cpu() {
+  local hz
+  hz=$(getconf CLK_TCK)
+  for name in ovs-vswitchd ovn-controller ovsdb-server ovn-northd nginx; do
+    local total=0 p
+    for p in $(pgrep -x "$name"); do
+      total=$((total + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+    done
+    echo -n "$name:$((total * 1000 / hz)) "
+  done
+  awk -v hz="$hz" '/^cpu / {printf "machine-busy:%d machine-idle:%d", ($2+$3+$4+$7+$8) * 1000 / hz, ($5+$6) * 1000 / hz}' /proc/stat
+}
+delta_cpu() { # delta_cpu "BEFORE" "AFTER": per-name difference
+  awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); for (i = 1; i <= n; i++) { split(x[i], kv, ":"); before[kv[1]] = kv[2] }
+    n = split(b, y, " "); for (i = 1; i <= n; i++) { split(y[i], kv, ":"); printf "%s:%d ", kv[1], kv[2] - before[kv[1]] } }'
+}
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$agent_pid/status"; }
 bound_count() { _okof_sbctl --bare --columns=up find Port_Binding chassis="$chassis_uuid" | grep -c true; }
 bound_at_least() { (($(bound_count) >= $1)); }
@@ -222,10 +240,14 @@ mapfile -t sample < <(cat "$T"/sample-*)
 remove_metadata() {
 stop_agent
 t0=$(now)
-for d in "$CH"/net/*/info; do
-  ns=$(_okof_kv_get "$d" metadata_netns)
-  [[ -e /run/netns/$ns ]] && ip netns del "$ns"
-  echo "-- --if-exists del-port br-int $(_okof_kv_get "$d" metadata_tap_host)"
+# (one awk over the networks' info files: a shell loop forking per network took a minute)
+awk -F= '$1 == "metadata_netns" { print "netns " $2 } $1 == "metadata_tap_host" { print "tap " $2 }' \
+  "$CH"/net/*/info | while read -r kind name; do
+  if [[ $kind == netns ]]; then
+    [[ -e /run/netns/$name ]] && ip netns del "$name"
+  else
+    echo "-- --if-exists del-port br-int $name"
+  fi
 done >"$T/unplug"
 # shellcheck disable=SC2046
 _okof_vsctl $(cat "$T/unplug") || exit 1
@@ -245,6 +267,7 @@ for mode in cold warm; do
   /usr/bin/python3 "$root/bench/metadata/vm_poll.py" --period-ms 50 --connect-timeout-ms 40 \
     --timeout-s 180 "${sample[@]}" >"$T/poll-$mode" 2>"$T/poll-$mode.err" &
   poll=$!
+  cpu0=$(daemon_cpu)
   t0=$(now)
   start_agent
   perf_pid=""
@@ -268,6 +291,7 @@ for mode in cold warm; do
   wait_for 180 ready_at_least $nets
   t_ready=$(now)
   res "(c) $mode start: agent CPU by thread at ready (ms, user+sys): $(thread_cpu)"
+  res "(c) $mode start: other CPU from start to ready (ms): $(delta_cpu "$cpu0" "$(daemon_cpu)")"
   [[ -n "$perf_pid" ]] && wait "$perf_pid" && log "profile: /tmp/okof-scale-perf-$mode.data"
   if [[ -n "$sampler" ]]; then
     kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null

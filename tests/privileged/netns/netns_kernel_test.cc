@@ -175,6 +175,11 @@ TEST_F(NetnsKernel, EnsureCreatesWhatIproute2AndEthtoolSee) {
   EXPECT_EQ(host.status, 0) << host.output;
   EXPECT_TRUE(contains(host.output, ",UP")) << host.output;
   EXPECT_TRUE(contains(host.output, "link-netns " + desired_.name)) << host.output;
+  // The host end is an OVS port: no IPv6 address, hence no fe80::/64 route in the host's list.
+  const auto host6 = sh("ip -6 addr show dev " + desired_.hostIface).output;
+  EXPECT_FALSE(contains(host6, "inet6")) << host6;
+  const auto route6 = sh("ip -6 route show dev " + desired_.hostIface).output;
+  EXPECT_FALSE(contains(route6, "fe80::")) << route6;
   EXPECT_TRUE(contains(sh("ip -n " + desired_.name + " link show lo").output, ",UP"));
 
   const auto k = sh("ip netns exec " + desired_.name + " ethtool -k " + desired_.innerIface).output;

@@ -5,6 +5,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <deque>
+#include <optional>
 
 #include "core/health.h"
 #include "core/metrics.h"
@@ -70,12 +71,15 @@ class ReconcilerTest : public ::testing::Test {
  protected:
   ReconcilerTest() { make(std::chrono::milliseconds(0)); }
 
-  // Outputs (OVS ports, readiness) handed on every time unless `outputInterval` says otherwise.
-  void make(std::chrono::milliseconds outputInterval) {
+  // Outputs (OVS ports, readiness) handed on every time unless `outputInterval` says otherwise;
+  // the ports' window grows up to `outputIntervalMax` (default: it does not grow).
+  void make(std::chrono::milliseconds outputInterval,
+            std::optional<std::chrono::milliseconds> outputIntervalMax = std::nullopt) {
     ReconcilerOptions o;
     o.retryMin = std::chrono::milliseconds(1);
     o.retryMax = std::chrono::milliseconds(2);
     o.outputInterval = outputInterval;
+    o.outputIntervalMax = outputIntervalMax.value_or(outputInterval);
     r_ = std::make_unique<Reconciler>(
         io_, o, plumbing_, [this](std::function<void()> job) { jobs_.push_back(std::move(job)); },
         listeners_,
@@ -194,6 +198,43 @@ TEST_F(ReconcilerTest, ABurstOfSetUpsIsPluggedInOneGoAndALoneOneAtOnce) {
   r_->update(view({"net-a", "net-b", "net-c", "net-d"}), "br-int", ports({}));
   settle();
   EXPECT_EQ(submits_, afterBurst + 2);
+  EXPECT_EQ(ovs_.ports.size(), 4u);
+}
+
+TEST_F(ReconcilerTest, TheWindowForPortsGrowsDuringABurstAndIsBackAfterAQuietPeriod) {
+  using std::chrono::milliseconds;
+  make(milliseconds(50), milliseconds(400));
+  r_->setActive(true);
+  const auto networks = [](int n) {
+    std::vector<std::string> ids;
+    for (int i = 0; i < n; ++i) ids.push_back("net-" + std::to_string(i));
+    return ids;
+  };
+  const auto run = [&](int ms) {
+    io_.run_for(milliseconds(ms));
+    io_.restart();
+  };
+  r_->update(view(networks(2)), "br-int", ports({}));
+  settle();  // the first hand-over went at once; the window is now 100 ms
+  const int first = submits_;
+  run(50);
+  EXPECT_EQ(submits_, first) << "still inside the doubled window";
+  run(100);
+  EXPECT_EQ(submits_, first + 1);
+  EXPECT_EQ(ovs_.ports.size(), 2u);
+  // The burst goes on: the next window is 200 ms.
+  r_->update(view(networks(3)), "br-int", ports({}));
+  settle();
+  run(100);
+  EXPECT_EQ(submits_, first + 1) << "a third network waits for the grown window";
+  run(150);
+  EXPECT_EQ(submits_, first + 2);
+  EXPECT_EQ(ovs_.ports.size(), 3u);
+  // Quiet for longer than the largest window: the next one goes at once again.
+  run(450);
+  r_->update(view(networks(4)), "br-int", ports({}));
+  settle();
+  EXPECT_EQ(submits_, first + 3);
   EXPECT_EQ(ovs_.ports.size(), 4u);
 }
 
