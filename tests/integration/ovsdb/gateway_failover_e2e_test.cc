@@ -178,11 +178,22 @@ TEST(GatewayFailoverEndToEnd, FlagFirstMappingsKeptUntilTheGatewayLeftThenRemove
            chassis.vsctl({"br-exists", "br-ex"}).exit_code == 2;
   };
 
-  // A gateway: the flag reaches the SB Chassis, ovn-controller claims the gateway port here.
+  // A gateway: the flag reaches the SB Chassis, ovn-controller claims the gateway port here,
+  // and the agent has seen the claim (on a loaded machine its snapshot can trail the SB by a
+  // moment: a role change before that finds no gateway port to drain, correctly).
   okna::testing::planAndUpdate(agent, node, {"network"});
-  ASSERT_TRUE(
-      loop.runUntil([&] { return sbFlagHere() && networkHere() && crChassis() == here; }, 60s))
-      << "flag in SB " << sbFlagHere() << ", cr-lrp-ext on " << crChassis();
+  const auto agentSeesGatewayHere = [&] {
+    const auto& s = agent.snapshot();
+    return s && std::find(s->sb.gatewayPorts.begin(), s->sb.gatewayPorts.end(), "cr-lrp-ext") !=
+                    s->sb.gatewayPorts.end();
+  };
+  ASSERT_TRUE(loop.runUntil(
+      [&] {
+        return sbFlagHere() && networkHere() && crChassis() == here && agentSeesGatewayHere();
+      },
+      60s))
+      << "flag in SB " << sbFlagHere() << ", cr-lrp-ext on " << crChassis()
+      << ", seen by the agent " << agentSeesGatewayHere();
 
   // The operator takes the network role away (and the node's external network with it).
   NeutronRescheduler neutron(chassis, "lrp-ext");
