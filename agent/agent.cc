@@ -17,6 +17,7 @@ constexpr auto kLoopMaxSilence = std::chrono::seconds(10);
 Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& http,
              k8s::ClusterConfig cluster)
     : io_(io),
+      clock_(io),
       config_(std::move(config)),
       api_(http, std::move(cluster)),
       healthServer_(io, health_, metrics_, [this] { return debugPlan(); }),
@@ -44,7 +45,7 @@ Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& 
   // Before the first sync, /readyz?verbose says why an informer is stuck (RBAC, credentials).
   const auto notReady = [this](const std::string&) { updateInformerReadiness(); };
   nodeInformer_ = std::make_unique<k8s::Informer>(
-      io_, api_, informerConfig("nodes", "/api/v1/nodes", "metadata.name=" + config_.nodeName),
+      clock_, api_, informerConfig("nodes", "/api/v1/nodes", "metadata.name=" + config_.nodeName),
       metrics_,
       k8s::Informer::Handler{[this](auto type, const json& o) { onNodeEvent(type, o); },
                              [this] {
@@ -60,7 +61,7 @@ Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& 
                              },
                              notReady});
   podInformer_ = std::make_unique<k8s::Informer>(
-      io_, api_, informerConfig("pods", "/api/v1/pods", "spec.nodeName=" + config_.nodeName),
+      clock_, api_, informerConfig("pods", "/api/v1/pods", "spec.nodeName=" + config_.nodeName),
       metrics_,
       k8s::Informer::Handler{[this](auto type, const json& o) { onPodEvent(type, o); },
                              [this] {

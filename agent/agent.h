@@ -15,6 +15,7 @@
 #include "agent/health_server.h"
 #include "agent/metadata_service.h"
 #include "agent/plan.h"
+#include "core/clock.h"
 #include "core/health.h"
 #include "core/http_client.h"
 #include "core/metrics.h"
@@ -58,6 +59,8 @@ class Agent {
   void updateInformerReadiness();
 
   boost::asio::io_context& io_;
+  // The informers' retry timers and failure durations.
+  core::AsioClock clock_;
   AgentConfig config_;
   core::MetricsRegistry metrics_;
   core::HealthRegistry health_;
