@@ -1,9 +1,14 @@
 #include "agent/agent.h"
 
+#include <boost/asio/io_context.hpp>
 #include <chrono>
+#include <nlohmann/json.hpp>
 
+#include "agent/metadata_service.h"
 #include "agent/plan_appliers.h"
 #include "core/logging.h"
+#include "ovsdb/chassis_reconciler.h"
+#include "placement/reconciler.h"
 
 namespace okna::agent {
 
@@ -17,11 +22,12 @@ constexpr auto kLoopMaxSilence = std::chrono::seconds(10);
 Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& http,
              k8s::ClusterConfig cluster)
     : io_(io),
+      clock_(io),
       config_(std::move(config)),
       api_(http, std::move(cluster)),
       healthServer_(io, health_, metrics_, [this] { return debugPlan(); }),
       events_(api_, k8s::EventTarget{config_.nodeName, "", "openkeel-node-agent"}),
-      heartbeat_(io) {
+      heartbeat_(clock_.makeTimer()) {
   if (config_.ovs.enabled)
     chassis_ =
         std::make_unique<ovsdb::ChassisReconciler>(io_, config_.ovs, metrics_, health_, &events_);
@@ -44,7 +50,7 @@ Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& 
   // Before the first sync, /readyz?verbose says why an informer is stuck (RBAC, credentials).
   const auto notReady = [this](const std::string&) { updateInformerReadiness(); };
   nodeInformer_ = std::make_unique<k8s::Informer>(
-      io_, api_, informerConfig("nodes", "/api/v1/nodes", "metadata.name=" + config_.nodeName),
+      clock_, api_, informerConfig("nodes", "/api/v1/nodes", "metadata.name=" + config_.nodeName),
       metrics_,
       k8s::Informer::Handler{[this](auto type, const json& o) { onNodeEvent(type, o); },
                              [this] {
@@ -60,7 +66,7 @@ Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& 
                              },
                              notReady});
   podInformer_ = std::make_unique<k8s::Informer>(
-      io_, api_, informerConfig("pods", "/api/v1/pods", "spec.nodeName=" + config_.nodeName),
+      clock_, api_, informerConfig("pods", "/api/v1/pods", "spec.nodeName=" + config_.nodeName),
       metrics_,
       k8s::Informer::Handler{[this](auto type, const json& o) { onPodEvent(type, o); },
                              [this] {
@@ -120,7 +126,7 @@ void Agent::stop() {
   podInformer_->stop();
   placement_->stop();
   healthServer_.stop();
-  heartbeat_.cancel();
+  heartbeat_->cancel();
   if (metadata_) metadata_->stop();
   if (chassis_) chassis_->stop();
 }
@@ -146,10 +152,7 @@ void Agent::updateInformerReadiness() {
 void Agent::beat() {
   health_.beat("event-loop");
   updateInformerReadiness();
-  heartbeat_.expires_after(kHeartbeatPeriod);
-  heartbeat_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) beat();
-  });
+  heartbeat_->waitUntil(clock_.now() + kHeartbeatPeriod, [this] { beat(); });
 }
 
 void Agent::onNodeEvent(k8s::Informer::EventType type, const json& object) {

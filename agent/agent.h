@@ -3,28 +3,40 @@
 // (PlanTracker), and hands each applier its section (plan_appliers.h). Everything here runs on
 // the one event-loop thread.
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "agent/config.h"
 #include "agent/health_server.h"
-#include "agent/metadata_service.h"
 #include "agent/plan.h"
+#include "core/clock.h"
 #include "core/health.h"
 #include "core/http_client.h"
 #include "core/metrics.h"
 #include "k8s/api_client.h"
 #include "k8s/events.h"
 #include "k8s/informer.h"
-#include "ovsdb/chassis_reconciler.h"
-#include "placement/reconciler.h"
+
+// The appliers are held by pointer: their headers (Asio, the IDL thread, the coroutine
+// machinery of the Placement client) stay out of this one, which main.cc includes.
+namespace boost::asio {
+class io_context;
+}
+namespace okna::ovsdb {
+class ChassisReconciler;
+}
+namespace okna::placement {
+class Reconciler;
+}
 
 namespace okna::agent {
+
+class MetadataService;
 
 class Agent {
  public:
@@ -58,6 +70,8 @@ class Agent {
   void updateInformerReadiness();
 
   boost::asio::io_context& io_;
+  // The informers' retry timers and failure durations.
+  core::AsioClock clock_;
   AgentConfig config_;
   core::MetricsRegistry metrics_;
   core::HealthRegistry health_;
@@ -72,7 +86,7 @@ class Agent {
   std::unique_ptr<ovsdb::ChassisReconciler> chassis_;
   // The metadata service; null unless config.ovs.enabled and config.metadata.enabled.
   std::unique_ptr<MetadataService> metadata_;
-  boost::asio::steady_timer heartbeat_;
+  std::unique_ptr<core::Timer> heartbeat_;
   std::optional<k8s::NodeInfo> node_;
   // Why the node informer is not ready although synced (the Node is missing).
   std::string nodeAbsent_;

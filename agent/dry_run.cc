@@ -1,5 +1,6 @@
 #include "agent/dry_run.h"
 
+#include <nlohmann/json.hpp>
 #include <ostream>
 
 #include "agent/dry_run_metadata.h"

@@ -2,6 +2,7 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "core/health.h"

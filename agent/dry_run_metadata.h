@@ -4,7 +4,7 @@
 // keys), planned by the same pure planner, against the ovnmeta-* namespaces of this host.
 
 #include <chrono>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "core/result.h"
 #include "metadata/config.h"

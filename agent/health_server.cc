@@ -1,6 +1,8 @@
 #include "agent/health_server.h"
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
@@ -80,6 +82,11 @@ std::string renderChecks(const std::vector<core::HealthRegistry::Check>& checks,
 
 }  // namespace
 
+struct HealthServer::Acceptor {
+  explicit Acceptor(asio::io_context& io) : socket(io) {}
+  tcp::acceptor socket;
+};
+
 HealthServer::HealthServer(asio::io_context& io, core::HealthRegistry& health,
                            core::MetricsRegistry& metrics,
                            std::function<nlohmann::json()> debugPlan)
@@ -87,7 +94,7 @@ HealthServer::HealthServer(asio::io_context& io, core::HealthRegistry& health,
       health_(health),
       metrics_(metrics),
       debugPlan_(std::move(debugPlan)),
-      acceptor_(io) {}
+      acceptor_(std::make_unique<Acceptor>(io)) {}
 
 HealthServer::~HealthServer() {
   stop();
@@ -99,17 +106,17 @@ core::Status HealthServer::listen(const std::string& host, unsigned short port) 
   if (ec) return core::makeError("health listen address \"" + host + "\": not an IP address");
   const tcp::endpoint endpoint(address, port);
   const std::string where = host + ":" + std::to_string(port);
-  acceptor_.open(endpoint.protocol(), ec);
-  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) acceptor_.bind(endpoint, ec);
+  acceptor_->socket.open(endpoint.protocol(), ec);
+  if (!ec) acceptor_->socket.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_->socket.bind(endpoint, ec);
   if (ec == asio::error::address_in_use)
     return core::makeError("health endpoint " + where +
                                ": the port is already in use by another process "
                                "(choose another with --health-listen or health.listen)",
                            ec.value());
-  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (!ec) acceptor_->socket.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return core::makeError("health endpoint " + where + ": " + ec.message(), ec.value());
-  port_ = acceptor_.local_endpoint().port();
+  port_ = acceptor_->socket.local_endpoint().port();
   core::logger("health")->info("serving /healthz /readyz /metrics /debug/plan on {}:{}", host,
                                port_);
   accept();
@@ -118,12 +125,12 @@ core::Status HealthServer::listen(const std::string& host, unsigned short port) 
 
 void HealthServer::stop() {
   beast::error_code ec;
-  acceptor_.close(ec);
+  acceptor_->socket.close(ec);
 }
 
 void HealthServer::accept() {
-  acceptor_.async_accept([this](beast::error_code ec, tcp::socket socket) {
-    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+  acceptor_->socket.async_accept([this](beast::error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor_->socket.is_open()) return;
     if (!ec) std::make_shared<Session>(std::move(socket), *this)->start();
     accept();
   });

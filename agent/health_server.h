@@ -3,8 +3,6 @@
 // loop and worker threads), /readyz (every enabled component synced; ?verbose lists them),
 // /metrics (Prometheus) and /debug/plan (the current desired state, for operators).
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <functional>
 #include <memory>
 #include <string>
@@ -14,6 +12,10 @@
 #include "core/health.h"
 #include "core/metrics.h"
 #include "core/result.h"
+
+namespace boost::asio {
+class io_context;
+}
 
 namespace okna::agent {
 
@@ -43,7 +45,10 @@ class HealthServer {
   core::HealthRegistry& health_;
   core::MetricsRegistry& metrics_;
   std::function<nlohmann::json()> debugPlan_;
-  boost::asio::ip::tcp::acceptor acceptor_;
+  // The listening socket (an Asio acceptor, defined in the .cc: Asio's socket headers stay out of
+  // this one).
+  struct Acceptor;
+  std::unique_ptr<Acceptor> acceptor_;
   unsigned short port_ = 0;
 };
 

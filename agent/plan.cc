@@ -1,6 +1,7 @@
 #include "agent/plan.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "core/logging.h"
 

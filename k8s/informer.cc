@@ -1,5 +1,7 @@
 #include "k8s/informer.h"
 
+#include <nlohmann/json.hpp>
+
 #include "core/logging.h"
 #include "k8s/objects.h"
 
@@ -52,15 +54,15 @@ const char* toString(Informer::EventType type) {
   return "?";
 }
 
-Informer::Informer(boost::asio::io_context& io, ApiClient& api, InformerConfig config,
+Informer::Informer(core::Clock& clock, ApiClient& api, InformerConfig config,
                    core::MetricsRegistry& metrics, Handler handler)
-    : io_(io),
+    : clock_(clock),
       api_(api),
       config_(std::move(config)),
       metrics_(metrics),
       handler_(std::move(handler)),
       backoff_(config_.backoff),
-      retryTimer_(io) {
+      retryTimer_(clock.makeTimer()) {
   // Every series exists from the start, at 0, not after its first increment.
   const core::Labels r{{"resource", config_.resource}};
   metrics_.gauge("okna_k8s_informer_synced", "1 when the informer has completed its first LIST", r);
@@ -83,10 +85,6 @@ core::Counter& Informer::errorsTotal(const std::string& reason) {
 core::Counter& Informer::relistsTotal(const std::string& reason) {
   return metrics_.counter("okna_k8s_informer_relists_total", "LISTs started over",
                           {{"resource", config_.resource}, {"reason", reason}});
-}
-
-Informer::TimePoint Informer::now() const {
-  return config_.clock ? config_.clock() : std::chrono::steady_clock::now();
 }
 
 void Informer::succeeded() {
@@ -141,7 +139,7 @@ void Informer::start() {
 
 void Informer::stop() {
   running_ = false;
-  retryTimer_.cancel();
+  retryTimer_->cancel();
   cancelInFlight();
 }
 
@@ -376,9 +374,8 @@ void Informer::retry(void (Informer::*what)(), const std::string& reason, millis
   errorsTotal("request").inc();
   core::logger("k8s")->warn("{} informer: {}; retrying in {} ms", config_.resource, reason,
                             delay.count());
-  retryTimer_.expires_after(delay);
-  retryTimer_.async_wait([this, what](const boost::system::error_code& ec) {
-    if (!ec && running_) (this->*what)();
+  retryTimer_->waitUntil(now() + delay, [this, what] {
+    if (running_) (this->*what)();
   });
 }
 

@@ -5,8 +5,6 @@
 // means relist, and a relist is diffed against the store so that no add, update or delete is
 // lost across it. Failures back off with jitter; 401/403 name the missing permission.
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -15,9 +13,10 @@
 #include <random>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "core/backoff.h"
+#include "core/clock.h"
 #include "core/metrics.h"
 #include "k8s/api_client.h"
 
@@ -40,8 +39,6 @@ struct InformerConfig {
   // An informer that has neither completed a LIST nor kept a WATCH open for this long while
   // failing reports itself failing (health(), okna_k8s_informer_failing), until it recovers.
   std::chrono::seconds failingAfter{60};
-  // The clock for failure durations and short watches; empty: std::chrono::steady_clock.
-  std::function<std::chrono::steady_clock::time_point()> clock;
 };
 
 class Informer {
@@ -61,7 +58,9 @@ class Informer {
     std::string detail;
   };
 
-  Informer(boost::asio::io_context& io, ApiClient& api, InformerConfig config,
+  /** `clock` (the agent's core::AsioClock; tests a ManualClock) times the retries and measures
+   *  failure durations and short watches; it must outlive the informer. */
+  Informer(core::Clock& clock, ApiClient& api, InformerConfig config,
            core::MetricsRegistry& metrics, Handler handler);
   ~Informer();
   Informer(const Informer&) = delete;
@@ -105,8 +104,8 @@ class Informer {
   void startList() { list(""); }
   std::string watchQuery() const;
   void cancelInFlight();
-  using TimePoint = std::chrono::steady_clock::time_point;
-  TimePoint now() const;
+  using TimePoint = core::Clock::TimePoint;
+  TimePoint now() const { return clock_.now(); }
   // A LIST completed or a watch proved itself: the current failure episode (if any) ends.
   void succeeded();
   // Runs a handler callback; an exception is logged and counted, and returns false.
@@ -115,14 +114,14 @@ class Informer {
   core::Counter& errorsTotal(const std::string& reason);
   core::Counter& relistsTotal(const std::string& reason);
 
-  boost::asio::io_context& io_;
+  core::Clock& clock_;
   ApiClient& api_;
   InformerConfig config_;
   core::MetricsRegistry& metrics_;
   Handler handler_;
   core::Backoff backoff_;
   std::mt19937 rng_{std::random_device{}()};
-  boost::asio::steady_timer retryTimer_;
+  std::unique_ptr<core::Timer> retryTimer_;
   core::HttpRequestHandlePtr inFlight_;
   // Bumped for every watch, so that lines of a cancelled stream already split are ignored.
   unsigned watchGeneration_ = 0;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "core/health.h"
 #include "core/logging.h"

@@ -5,8 +5,11 @@
 #include <boost/asio/io_context.hpp>
 #include <random>
 
+#include <nlohmann/json.hpp>
+
 #include "k8s/objects.h"
 #include "tests/fakes/fake_http_client.h"
+#include "tests/fakes/manual_clock.h"
 #include "tests/fakes/transcripts.h"
 
 namespace okna::k8s {
@@ -14,6 +17,7 @@ namespace {
 
 using nlohmann::json;
 using okna::testing::FakeHttpClient;
+using namespace std::chrono_literals;
 
 const std::string kTranscripts = std::string(OKNA_TEST_DATA_DIR) + "/transcripts/";
 
@@ -41,26 +45,46 @@ class InformerTest : public ::testing::Test {
     c.fieldSelector = std::move(selector);
     c.watchTimeoutMin = std::chrono::seconds(10);
     c.watchTimeoutMax = std::chrono::seconds(20);
-    c.backoff = {std::chrono::milliseconds(1), std::chrono::milliseconds(5), 2.0, 0.5};
+    // 1 s, 2 s, 4 s, then 8 s, without jitter: every retry is due at a known instant.
+    c.backoff = {1s, 8s, 2.0, 0.0};
     c.failingAfter = std::chrono::seconds(60);
-    c.clock = [this] { return now_; };
     Informer::Handler h;
     h.onEvent = [this](Informer::EventType t, const json& o) {
       seen_.push_back({toString(t), objectKey(o), o["metadata"].value("resourceVersion", "")});
     };
     h.onSynced = [this] { ++synced_; };
     h.onError = [this](const std::string& e) { errors_.push_back(e); };
-    return std::make_unique<Informer>(io_, api_, c, metrics_, h);
+    return std::make_unique<Informer>(clock_, api_, c, metrics_, h);
   }
 
-  // Runs the loop until a request is waiting (timers included), bounded.
-  std::shared_ptr<FakeHttpClient::Pending> nextRequest() {
-    for (int i = 0; i < 2000; ++i) {
-      if (auto p = http_.next()) return p;
-      io_.restart();
-      io_.run_one_for(std::chrono::milliseconds(5));
-    }
-    return nullptr;
+  // What the informer has sent by now (ready handlers run; time stands still), or null.
+  std::shared_ptr<FakeHttpClient::Pending> sentNow() {
+    clock_.drain();
+    return http_.next();
+  }
+  // The first request sent within `window` of simulated time, which stops at the instant it is
+  // sent; null after living through the whole window without one.
+  std::shared_ptr<FakeHttpClient::Pending> sentWithin(std::chrono::nanoseconds window) {
+    std::shared_ptr<FakeHttpClient::Pending> p;
+    clock_.runFor(window, [&] {
+      if (!p) p = http_.next();
+      return p != nullptr;
+    });
+    return p;
+  }
+  // The next request, however long the informer waits for it (up to a simulated minute).
+  std::shared_ptr<FakeHttpClient::Pending> nextRequest() { return sentWithin(60s); }
+  // The next request, which must come exactly `delay` from now: nothing during the first
+  // `delay` - 1 ms, then the request at `delay`.
+  std::shared_ptr<FakeHttpClient::Pending> sentAfter(std::chrono::milliseconds delay) {
+    const auto start = clock_.now();
+    auto early = sentWithin(delay - 1ms);
+    const auto at = std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now() - start);
+    EXPECT_EQ(early, nullptr) << "sent after " << at.count() << " ms, not " << delay.count();
+    if (early) return early;
+    auto p = sentWithin(1ms);
+    EXPECT_NE(p, nullptr) << "nothing sent " << delay.count() << " ms later";
+    return p;
   }
 
   static std::string param(const std::string& url, const std::string& name) {
@@ -92,9 +116,9 @@ class InformerTest : public ::testing::Test {
     return text.substr(start, text.find('\n', start) - start);
   }
 
-  // The informer's clock (failure durations, short watches): moved by the test only.
-  std::chrono::steady_clock::time_point now_{std::chrono::hours(1000)};
   boost::asio::io_context io_;
+  // The informer's clock (retry timers, failure durations, short watches): simulated time.
+  okna::testing::ManualClock clock_{io_};
   FakeHttpClient http_;
   ApiClient api_;
   core::MetricsRegistry metrics_;
@@ -158,8 +182,8 @@ TEST_F(InformerTest, ListThenWatchRecordedStreamInArbitraryPieces) {
 
   // The server ends the stream at timeoutSeconds: the informer watches on from the bookmark.
   watchReq->finish();
-  auto again = nextRequest();
-  ASSERT_TRUE(again);
+  auto again = sentNow();
+  ASSERT_TRUE(again) << "at once";
   EXPECT_EQ(param(again->request.url, "resourceVersion"), informer->resourceVersion());
   EXPECT_EQ(param(again->request.url, "watch"), "true");
 }
@@ -173,8 +197,8 @@ TEST_F(InformerTest, ExpiredWatchRelistsWithoutLosingEvents) {
   watch->stream(200, {okna::testing::readWholeFile(
                          kTranscripts + "04c-node-watch-too-old-rv-after-restart.events.jsonl")});
   watch->finish();
-  auto relist = nextRequest();
-  ASSERT_TRUE(relist);
+  auto relist = sentNow();
+  ASSERT_TRUE(relist) << "the relist after a watch that worked is at once";
   EXPECT_EQ(param(relist->request.url, "watch"), "<absent>");
   EXPECT_EQ(param(relist->request.url, "continue"), "<absent>");
   // From the cache, not older than what was seen; no limit (a limit would make it read etcd).
@@ -203,8 +227,8 @@ TEST_F(InformerTest, HttpGoneOnWatchAlsoRelists) {
   informer->start();
   nextRequest()->reply(200, list("10", {}));
   nextRequest()->reply(410, R"({"kind":"Status","code":410,"reason":"Expired"})");
-  auto relist = nextRequest();
-  ASSERT_TRUE(relist);
+  auto relist = sentNow();
+  ASSERT_TRUE(relist) << "at once";
   EXPECT_EQ(param(relist->request.url, "watch"), "<absent>");
 }
 
@@ -213,9 +237,8 @@ TEST_F(InformerTest, TransportFailureRetriesLaterFromTheSameResourceVersion) {
   informer->start();
   nextRequest()->reply(200, list("42", {{"a", "40"}}));
   nextRequest()->fail("Connection refused");
-  // Nothing is sent at once: the retry waits for its backoff timer.
-  EXPECT_EQ(http_.next(), nullptr);
-  auto retry = nextRequest();
+  // Nothing is sent during the first backoff delay (1 s); the retry comes when it ends.
+  auto retry = sentAfter(1s);
   ASSERT_TRUE(retry);
   EXPECT_EQ(param(retry->request.url, "resourceVersion"), "42");
   EXPECT_NE(informer->lastError().find("Connection refused"), std::string::npos);
@@ -224,23 +247,30 @@ TEST_F(InformerTest, TransportFailureRetriesLaterFromTheSameResourceVersion) {
 TEST_F(InformerTest, ServerErrorsBackOffAndHonourRetryAfterFloor) {
   auto informer = make("nodes", "/api/v1/nodes", "");
   informer->start();
+  auto l = sentNow();
   for (int i = 0; i < 3; ++i) {
-    auto l = nextRequest();
     ASSERT_TRUE(l);
     l->reply(503, R"({"kind":"Status","message":"unavailable","code":503})");
-    EXPECT_EQ(http_.next(), nullptr) << "a failed LIST must not be retried at once";
-    EXPECT_LE(informer->retryDelay().count(), 5) << "the backoff (1-5 ms here) alone";
+    // A failed LIST is retried after the backoff alone: 1 s, 2 s, 4 s.
+    const std::chrono::milliseconds delay = 1000ms * (1 << i);
+    EXPECT_EQ(informer->retryDelay(), delay) << "attempt " << i;
+    l = sentAfter(delay);
   }
   EXPECT_NE(informer->lastError().find("HTTP 503 on list nodes: unavailable"), std::string::npos)
       << informer->lastError();
-  // 04k's answer: 504 with Retry-After: 1. The 1-5 ms backoff is raised to the server's 1 s.
-  auto l = nextRequest();
+  // 04k's answer, with Retry-After: 30. The next backoff (8 s) is raised to the server's 30 s.
+  ASSERT_TRUE(l);
   l->reply(504, okna::testing::transcriptBody(kTranscripts + "04k-pod-list-future-rv.txt"),
-           {{"retry-after", "1"}});
-  EXPECT_EQ(informer->retryDelay().count(), 1000);
-  EXPECT_EQ(http_.next(), nullptr);
-  nextRequest()->reply(200, list("1", {}));
+           {{"retry-after", "30"}});
+  EXPECT_EQ(informer->retryDelay(), 30s);
+  l = sentAfter(30s);
+  ASSERT_TRUE(l);
+  l->reply(200, list("1", {}));
   EXPECT_TRUE(informer->lastError().empty());
+  // The LIST succeeded: the next failure waits the first delay again.
+  sentNow()->fail("Connection refused");
+  EXPECT_EQ(informer->retryDelay(), 1s);
+  EXPECT_TRUE(sentAfter(1s));
 }
 
 TEST_F(InformerTest, ForbiddenNamesTheMissingRbacPermission) {
@@ -265,7 +295,7 @@ TEST_F(InformerTest, UnauthorizedSaysSoAndRetries) {
   ASSERT_EQ(errors_.size(), 1u);
   EXPECT_NE(errors_[0].find("HTTP 401 Unauthorized on list nodes"), std::string::npos)
       << errors_[0];
-  EXPECT_TRUE(nextRequest());
+  EXPECT_TRUE(sentAfter(1s));
 }
 
 TEST_F(InformerTest, PagedListIsAssembledBeforeAnyEvent) {
@@ -317,10 +347,10 @@ TEST_F(InformerTest, WatchDeniedAfterSyncFailsAfterTheBoundAndRecoversByItself) 
     EXPECT_EQ(param(w->request.url, "watch"), "true");
     w->reply(403, forbidden);
     EXPECT_TRUE(informer->health().ok) << "within the bound at " << second << " s";
-    now_ += std::chrono::seconds(10);
+    clock_.advance(std::chrono::seconds(10));
   }
   auto w = nextRequest();
-  now_ += std::chrono::seconds(5);  // 65 s after the first failure
+  clock_.advance(std::chrono::seconds(5));  // 65 s after the first failure
   w->reply(403, forbidden);
   const Informer::Health h = informer->health();
   EXPECT_FALSE(h.ok);
@@ -329,14 +359,14 @@ TEST_F(InformerTest, WatchDeniedAfterSyncFailsAfterTheBoundAndRecoversByItself) 
       << h.detail;
   EXPECT_EQ(metric(R"(okna_k8s_informer_failing{resource="pods"})"), "1");
   // Still failing while nothing succeeds, however much time passes.
-  now_ += std::chrono::minutes(10);
+  clock_.advance(std::chrono::minutes(10));
   EXPECT_FALSE(informer->health().ok);
 
   // The permission comes back: the watch opens and stays open; no event needs to arrive.
   auto ok = nextRequest();
   ok->stream(200, {});
   EXPECT_FALSE(informer->health().ok) << "a watch that has just opened has not proved itself";
-  now_ += std::chrono::seconds(1);
+  clock_.advance(std::chrono::seconds(1));
   EXPECT_TRUE(informer->health().ok);
   EXPECT_EQ(metric(R"(okna_k8s_informer_failing{resource="pods"})"), "0");
 }
@@ -348,7 +378,7 @@ TEST_F(InformerTest, UnauthorizedAfterSyncFailsAfterTheBound) {
   const std::string unauthorized =
       okna::testing::transcriptBody(kTranscripts + "07c-bad-token-watch-401.txt");
   nextRequest()->reply(401, unauthorized);
-  now_ += std::chrono::seconds(61);
+  clock_.advance(std::chrono::seconds(61));
   nextRequest()->reply(401, unauthorized);
   const Informer::Health h = informer->health();
   EXPECT_FALSE(h.ok);
@@ -366,13 +396,13 @@ TEST_F(InformerTest, AWatchThatWorkedStartsANewFailureEpisode) {
   nextRequest()->reply(200, list("10", {}));
   // One failure, then a watch that stays open for minutes, then one failure: never failing.
   nextRequest()->fail("Connection refused");
-  now_ += std::chrono::seconds(30);
+  clock_.advance(std::chrono::seconds(30));
   auto w = nextRequest();
   w->stream(200, {});
-  now_ += std::chrono::minutes(5);
+  clock_.advance(std::chrono::minutes(5));
   w->fail("Connection reset by peer");
   EXPECT_TRUE(informer->health().ok);
-  now_ += std::chrono::seconds(30);
+  clock_.advance(std::chrono::seconds(30));
   nextRequest()->fail("Connection refused");
   EXPECT_TRUE(informer->health().ok) << "30 s of failure, not 6 minutes";
 }
@@ -402,7 +432,7 @@ TEST_F(InformerTest, AHandlerThatThrowsIsCountedAndTheObjectComesAgainAfterABack
     seen_.push_back({toString(t), objectKey(o), ""});
   };
   InformerConfig c = informer->config();
-  informer = std::make_unique<Informer>(io_, api_, c, metrics_, h);
+  informer = std::make_unique<Informer>(clock_, api_, c, metrics_, h);
   informer->start();
   nextRequest()->reply(200, list("10", {{"good", "9"}}));
   auto w = nextRequest();
@@ -413,8 +443,8 @@ TEST_F(InformerTest, AHandlerThatThrowsIsCountedAndTheObjectComesAgainAfterABack
   EXPECT_NO_THROW(w->stream(200, {bad.dump() + "\n"}));
   EXPECT_EQ(metric(R"(okna_k8s_informer_errors_total{reason="handler",resource="pods"})"), "1");
   EXPECT_EQ(informer->items().count("bad"), 0u) << "what the handler could not take is not stored";
-  EXPECT_EQ(http_.next(), nullptr) << "the relist waits for its backoff";
-  auto relist = nextRequest();
+  // The relist waits for its backoff (the first delay: the event had reset it).
+  auto relist = sentAfter(1s);
   ASSERT_TRUE(relist);
   EXPECT_EQ(param(relist->request.url, "watch"), "<absent>");
   broken = false;
@@ -457,7 +487,7 @@ TEST_F(InformerTest, WhenTheCacheCannotAnswerAQuorumListIsPaged) {
   relist->reply(410, okna::testing::transcriptBody(kTranscripts +
                                                    "04g-pod-list-exact-rv-after-compaction.txt"));
   // At once, from etcd (no resourceVersion), in pages.
-  auto page1 = http_.next();
+  auto page1 = sentNow();
   ASSERT_TRUE(page1) << "one fallback to a quorum list, at once";
   EXPECT_EQ(param(page1->request.url, "resourceVersion"), "<absent>");
   EXPECT_EQ(param(page1->request.url, "limit"), "500");
@@ -487,19 +517,20 @@ TEST_F(InformerTest, AnExpiredContinueTokenRestartsTheListAfterABackoff) {
   auto page2 = nextRequest();
   page2->reply(410, okna::testing::transcriptBody(kTranscripts +
                                                   "04f-pod-list-continue-after-compaction.txt"));
-  EXPECT_EQ(http_.next(), nullptr) << "not at once";
   EXPECT_NE(informer->lastError().find("the continue token expired"), std::string::npos)
       << informer->lastError();
-  auto again = nextRequest();
+  // Not at once: after the backoff.
+  auto again = sentAfter(1s);
   ASSERT_TRUE(again);
   EXPECT_EQ(param(again->request.url, "continue"), "<absent>");
   EXPECT_EQ(param(again->request.url, "resourceVersion"), "<absent>");
   EXPECT_EQ(param(again->request.url, "limit"), "500");
   again->reply(410, okna::testing::transcriptBody(kTranscripts +
                                                   "04f-pod-list-continue-after-compaction.txt"));
-  EXPECT_EQ(http_.next(), nullptr) << "every restart waits";
   EXPECT_TRUE(informer->items().empty());
   EXPECT_FALSE(informer->hasSynced());
+  // Every restart waits, longer each time.
+  EXPECT_TRUE(sentAfter(2s));
 }
 
 TEST_F(InformerTest, TooLargeResourceVersionFallsBackToAQuorumList) {
@@ -511,7 +542,7 @@ TEST_F(InformerTest, TooLargeResourceVersionFallsBackToAQuorumList) {
   EXPECT_EQ(param(relist->request.url, "resourceVersion"), "1000");
   // 04k: the cache is behind what the agent saw (etcd restored from a backup).
   relist->reply(504, okna::testing::transcriptBody(kTranscripts + "04k-pod-list-future-rv.txt"));
-  auto quorum = nextRequest();
+  auto quorum = sentAfter(1s);
   ASSERT_TRUE(quorum);
   EXPECT_EQ(param(quorum->request.url, "resourceVersion"), "<absent>");
 }
@@ -520,28 +551,32 @@ TEST_F(InformerTest, AWatchClosedAtOnceIsRetriedWithGrowingBackoffNotAtOnce) {
   auto informer = make("nodes", "/api/v1/nodes", "");
   informer->start();
   nextRequest()->reply(200, list("10", {}));
-  std::vector<long> delays;
-  for (int i = 0; i < 4; ++i) {
-    auto w = nextRequest();
+  auto w = sentNow();
+  for (int i = 0; i < 5; ++i) {
     ASSERT_TRUE(w);
     EXPECT_EQ(param(w->request.url, "watch"), "true");
     w->stream(200, {});  // a proxy ends it at once: 200, no event
-    now_ += std::chrono::milliseconds(20);
+    clock_.advance(20ms);
     w->finish();
-    EXPECT_EQ(http_.next(), nullptr) << "attempt " << i << " was retried at once";
-    delays.push_back(informer->retryDelay().count());
+    // The backoff is not reset between them: 1, 2, 4 s, then the 8 s cap.
+    const std::chrono::milliseconds delay = std::min(1000ms * (1 << i), 8000ms);
+    EXPECT_EQ(informer->retryDelay(), delay) << "attempt " << i;
+    w = sentAfter(delay);
   }
   EXPECT_NE(informer->lastError().find("ended after 20 ms without an event"), std::string::npos)
       << informer->lastError();
-  EXPECT_EQ(metric(R"(okna_k8s_informer_errors_total{reason="request",resource="nodes"})"), "4");
-  // The backoff was not reset between them: 1, 2, 4, then the 5 ms cap (with jitter).
-  EXPECT_GE(delays.back(), 2) << delays[0] << " " << delays[1] << " " << delays[2];
-  // A watch that ran its course (here: two seconds, no event) is followed at once by the next.
-  auto w = nextRequest();
+  EXPECT_EQ(metric(R"(okna_k8s_informer_errors_total{reason="request",resource="nodes"})"), "5");
+  // A watch that ran its course (here: two seconds, no event) is followed at once by the next,
+  ASSERT_TRUE(w);
   w->stream(200, {});
-  now_ += std::chrono::seconds(2);
+  clock_.advance(2s);
   w->finish();
-  EXPECT_TRUE(http_.next()) << "a healthy watch end is followed by the next watch at once";
+  auto next = sentNow();
+  ASSERT_TRUE(next) << "a healthy watch end is followed by the next watch at once";
+  // and it reset the backoff: a failure now waits the first delay again.
+  next->fail("Connection reset by peer");
+  EXPECT_EQ(informer->retryDelay(), 1s);
+  EXPECT_TRUE(sentAfter(1s));
 }
 
 TEST_F(InformerTest, ExpiringAgainRightAfterARelistBacksOff) {
@@ -551,22 +586,27 @@ TEST_F(InformerTest, ExpiringAgainRightAfterARelistBacksOff) {
   const std::string expired = okna::testing::readWholeFile(
       kTranscripts + "04c-node-watch-too-old-rv-after-restart.events.jsonl");
   nextRequest()->stream(200, {expired});
-  auto relist = http_.next();
+  auto relist = sentNow();
   ASSERT_TRUE(relist) << "the first relist is at once";
   EXPECT_EQ(param(relist->request.url, "watch"), "<absent>");
   relist->reply(200, list("11", {}));
-  nextRequest()->stream(200, {expired});
-  EXPECT_EQ(http_.next(), nullptr) << "410 again with no event since the relist: back off";
-  auto later = nextRequest();
+  sentNow()->stream(200, {expired});
+  // 410 again with no event since the relist: the relist waits for the backoff,
+  auto later = sentAfter(1s);
   ASSERT_TRUE(later);
   EXPECT_EQ(param(later->request.url, "watch"), "<absent>");
   later->reply(200, list("12", {}));
+  // and the LIST in between does not reset it: the next one waits longer.
+  sentNow()->stream(200, {expired});
+  auto again = sentAfter(2s);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(param(again->request.url, "watch"), "<absent>");
+  again->reply(200, list("13", {}));
   // A watch that delivers an event has worked: its 410 is followed by a relist at once.
-  nextRequest()->stream(200,
-                        {R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"13"}}})"
-                         "\n",
-                         expired});
-  EXPECT_TRUE(http_.next());
+  sentNow()->stream(200, {R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"14"}}})"
+                          "\n",
+                          expired});
+  EXPECT_TRUE(sentNow());
 }
 
 TEST(LineSplitterTest, SplitsAcrossPieces) {
