@@ -180,13 +180,11 @@ class IdlThread::Loop {
       forceRead_ = true;
     }
     if (owner_.pendingMetadataGeneration_ != metadataGeneration_) {
-      const auto& next = owner_.pendingMetadata_;
       // New wanted ports are diffed against a fresh read at once (also when the integration
-      // bridge, whose interface ids are read, changed). The loop hands them on rarely during a
-      // burst (its window grows to 500 ms). Holding this read back to the burst interval made
-      // the gateway failover end-to-end test miss its drain (not analysed further; kept).
+      // bridge, whose interface ids are read, changed): few reads, since the loop hands them on
+      // in a window that grows to 500 ms during a burst.
       forceRead_ = true;
-      metadata_ = next;
+      metadata_ = owner_.pendingMetadata_;
       metadataGeneration_ = owner_.pendingMetadataGeneration_;
       retryAt_ = Clock::time_point{};
     }
