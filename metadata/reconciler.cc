@@ -182,16 +182,19 @@ void Reconciler::flushOutputs() {
   // Each output has its own window, opened only when it really handed something on: a
   // readiness update must not hold back the OVS port of the network that just came up.
   const auto due = [&](Clock::time_point last) { return now - last >= interval; };
-  // A quiet period resets the ports' window; each hand-over within a burst doubles it.
-  if (now - lastPortsOutput_ >= std::max(options_.outputIntervalMax, interval))
-    portsInterval_ = interval;
+  // The ports' window doubles after each hand-over that had to wait for it (a burst) and is
+  // back at the minimum after one that did not (one network after any pause goes at once).
   if (portsDirty_ && now - lastPortsOutput_ >= portsInterval_) {
     portsDirty_ = false;
     if (submitPorts()) {
       lastPortsOutput_ = now;
-      portsInterval_ = std::min(std::max(portsInterval_ * 2, interval),
-                                std::max(options_.outputIntervalMax, interval));
+      portsInterval_ = portsWaited_ ? std::min(std::max(portsInterval_ * 2, interval),
+                                               std::max(options_.outputIntervalMax, interval))
+                                    : interval;
+      portsWaited_ = false;
     }
+  } else if (portsDirty_) {
+    portsWaited_ = true;
   }
   if (healthDirty_ && due(lastHealthOutput_)) {
     healthDirty_ = false;

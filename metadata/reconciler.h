@@ -80,11 +80,11 @@ struct ReconcilerOptions {
   // period goes at once, so one new network is not delayed. Each hand-over is O(networks) and
   // each OVS transaction makes ovs-vswitchd and ovn-controller walk every port. 0: every time.
   std::chrono::milliseconds outputInterval{25};
-  // The wanted OVS ports' window doubles at each hand-over of a burst, up to this (and is back
-  // at outputInterval after this long without one). Every OVS transaction on the integration
-  // bridge costs ovs-vswitchd and ovn-controller work in proportion to all its ports: during a
-  // cold start with 1,000 namespaces they burnt far more CPU than the agent, one transaction
-  // per 25 ms. Fewer, larger transactions: ~40 in a 20 s burst instead of ~800.
+  // The wanted OVS ports' window doubles after each hand-over that had to wait for it (a
+  // burst), up to this, and is back at outputInterval after one that did not. Every OVS transaction
+  // on the integration bridge costs ovs-vswitchd and ovn-controller work in proportion to all its
+  // ports: during a cold start with 1,000 namespaces they burnt far more CPU than the agent, one
+  // transaction per 25 ms. Fewer, larger transactions: ~40 in a 20 s burst instead of ~800.
   std::chrono::milliseconds outputIntervalMax{500};
 };
 
@@ -197,6 +197,8 @@ class Reconciler {
   std::optional<ovsdb::DesiredMetadataOvs> submitted_;
   Clock::time_point lastPortsOutput_{};
   std::chrono::milliseconds portsInterval_{0};
+  // The ports changed inside the window and wait for it to close.
+  bool portsWaited_ = false;
   Clock::time_point lastHealthOutput_{};
   boost::asio::steady_timer outputTimer_;
 };

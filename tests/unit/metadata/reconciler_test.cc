@@ -201,7 +201,7 @@ TEST_F(ReconcilerTest, ABurstOfSetUpsIsPluggedInOneGoAndALoneOneAtOnce) {
   EXPECT_EQ(ovs_.ports.size(), 4u);
 }
 
-TEST_F(ReconcilerTest, TheWindowForPortsGrowsDuringABurstAndIsBackAfterAQuietPeriod) {
+TEST_F(ReconcilerTest, TheWindowForPortsGrowsDuringABurstAndIsBackAfterAPause) {
   using std::chrono::milliseconds;
   make(milliseconds(50), milliseconds(400));
   r_->setActive(true);
@@ -215,27 +215,32 @@ TEST_F(ReconcilerTest, TheWindowForPortsGrowsDuringABurstAndIsBackAfterAQuietPer
     io_.restart();
   };
   r_->update(view(networks(2)), "br-int", ports({}));
-  settle();  // the first hand-over went at once; the window is now 100 ms
+  settle();  // the first hand-over went at once; the two set-ups wait for its 50 ms window
   const int first = submits_;
-  run(50);
-  EXPECT_EQ(submits_, first) << "still inside the doubled window";
-  run(100);
+  run(20);
+  EXPECT_EQ(submits_, first);
+  run(60);
   EXPECT_EQ(submits_, first + 1);
   EXPECT_EQ(ovs_.ports.size(), 2u);
-  // The burst goes on: the next window is 200 ms.
+  // That hand-over had waited: a burst, the next window is 100 ms.
   r_->update(view(networks(3)), "br-int", ports({}));
   settle();
-  run(100);
+  run(60);
   EXPECT_EQ(submits_, first + 1) << "a third network waits for the grown window";
-  run(150);
+  run(70);
   EXPECT_EQ(submits_, first + 2);
   EXPECT_EQ(ovs_.ports.size(), 3u);
-  // Quiet for longer than the largest window: the next one goes at once again.
-  run(450);
+  // A pause longer than the (now 200 ms) window: the next one goes at once.
+  run(250);
   r_->update(view(networks(4)), "br-int", ports({}));
   settle();
   EXPECT_EQ(submits_, first + 3);
   EXPECT_EQ(ovs_.ports.size(), 4u);
+  // ...and, not having waited, put the window back at 50 ms: one more 60 ms later goes at once.
+  run(60);
+  r_->update(view(networks(5)), "br-int", ports({}));
+  settle();
+  EXPECT_EQ(submits_, first + 4);
 }
 
 TEST_F(ReconcilerTest, AnUnchangedViewDoesNothing) {
