@@ -25,7 +25,6 @@ class SharedValue {
 
   const T& operator*() const { return *value_; }
   const T* operator->() const { return value_.get(); }
-  const T& get() const { return *value_; }
 
   /** Replaces the value unless equal to it (then the shared one is kept); true if replaced. */
   bool set(T value) {

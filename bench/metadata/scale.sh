@@ -240,74 +240,74 @@ fi
 mapfile -t sample < <(cat "$T"/sample-*)
 # cold: remove every ovnmeta-* (and its OVS port) the previous agent made
 remove_metadata() {
-stop_agent
-t0=$(now)
-# (one awk over the networks' info files: a shell loop forking per network took a minute)
-awk -F= '$1 == "metadata_netns" { print "netns " $2 } $1 == "metadata_tap_host" { print "tap " $2 }' \
-  "$CH"/net/*/info | while read -r kind name; do
-  if [[ $kind == netns ]]; then
-    [[ -e /run/netns/$name ]] && ip netns del "$name"
-  else
-    echo "-- --if-exists del-port br-int $name"
-  fi
-done >"$T/unplug"
-# shellcheck disable=SC2046
-_okof_vsctl $(cat "$T/unplug") || exit 1
-# a deleted namespace takes its veths down asynchronously: wait until no tap<net>0 is left
-taps_gone() { ! _okof_hv_ip -br link | grep -qE "^tap($(ls "$CH/net" | cut -c1-10 | paste -sd'|' -))0"; }
-wait_for 120 taps_gone || log "WARNING: old metadata veths still present"
-log "removed the old ovnmeta namespaces in $(ms "$t0" "$(now)") ms"
+  stop_agent
+  t0=$(now)
+  # (one awk over the networks' info files: a shell loop forking per network took a minute)
+  awk -F= '$1 == "metadata_netns" { print "netns " $2 } $1 == "metadata_tap_host" { print "tap " $2 }' \
+    "$CH"/net/*/info | while read -r kind name; do
+    if [[ $kind == netns ]]; then
+      [[ -e /run/netns/$name ]] && ip netns del "$name"
+    else
+      echo "-- --if-exists del-port br-int $name"
+    fi
+  done >"$T/unplug"
+  # shellcheck disable=SC2046
+  _okof_vsctl $(cat "$T/unplug") || exit 1
+  # a deleted namespace takes its veths down asynchronously: wait until no tap<net>0 is left
+  taps_gone() { ! _okof_hv_ip -br link | grep -qE "^tap($(ls "$CH/net" | cut -c1-10 | paste -sd'|' -))0"; }
+  wait_for 120 taps_gone || log "WARNING: old metadata veths still present"
+  log "removed the old ovnmeta namespaces in $(ms "$t0" "$(now)") ms"
 }
 # The starts take seconds: 100 ms resolution, and the harness' forks stay out of the way.
 poll_period=0.1
 bins=(${AGENT_BINS:-${OKNA_AGENT_BIN:-$root/build/agent/openkeel-node-agent}})
 for round in $(seq "$rounds"); do
-for bin in "${bins[@]}"; do
-export OKNA_AGENT_BIN=$bin
-remove_metadata
-((${#bins[@]} > 1 || rounds > 1)) && res "(c) round $round, agent $bin"
-for mode in cold warm; do
-  [[ $mode == warm ]] && stop_agent
-  /usr/bin/python3 "$root/bench/metadata/vm_poll.py" --period-ms 50 --connect-timeout-ms 40 \
-    --timeout-s 180 "${sample[@]}" >"$T/poll-$mode" 2>"$T/poll-$mode.err" &
-  poll=$!
-  cpu0=$(daemon_cpu)
-  t0=$(now)
-  start_agent
-  perf_pid=""
-  if [[ -n "${PERF_SECONDS:-}" ]]; then  # a CPU profile of the agent's start (perf record -g)
-    # perf -p follows only the threads that exist when it attaches: wait for all three.
-    for _ in $(seq 100); do (($(ls /proc/$agent_pid/task | wc -l) >= 3)) && break; sleep 0.01; done
-    perf record -q -g -p "$agent_pid" -o "/tmp/okof-scale-perf-$mode.data" -- sleep "$PERF_SECONDS" \
-      >/dev/null 2>&1 & perf_pid=$!
-  fi
-  sampler=""
-  if [[ -n "${SAMPLE_THREADS:-}" ]]; then  # where each agent thread spends the start: state/wchan
-    (for _ in $(seq $((SAMPLE_THREADS * 50))); do
-       for t in /proc/$agent_pid/task/*; do
-         echo "$(cat "$t/comm" 2>/dev/null) $(awk '{print $3}' "$t/stat" 2>/dev/null) $(cat "$t/wchan" 2>/dev/null)"
-       done
-       sleep 0.02
-     done >"$T/samples-$mode") & sampler=$!
-  fi
-  wait_for 180 health /readyz
-  t_readyz=$(now)
-  wait_for 180 ready_at_least $nets
-  t_ready=$(now)
-  res "(c) $mode start: agent CPU by thread at ready (ms, user+sys): $(thread_cpu)"
-  res "(c) $mode start: other CPU from start to ready (ms): $(delta_cpu "$cpu0" "$(daemon_cpu)")"
-  [[ -n "$perf_pid" ]] && wait "$perf_pid" && log "profile: /tmp/okof-scale-perf-$mode.data"
-  if [[ -n "$sampler" ]]; then
-    kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
-    res "(c) $mode start: thread state samples (comm state wchan: count):"
-    sort "$T/samples-$mode" | uniq -c | sort -rn | head -15 >&2
-  fi
-  wait $poll
-  t_last=$(tail -n1 "$T/poll-$mode" | cut -d' ' -f2)
-  res "(c) $mode start with $nets networks: /readyz 200 +$(ms "$t0" "$t_readyz") ms, ready=$nets (metrics) +$(ms "$t0" "$t_ready") ms, $(wc -l <"$T/poll-$mode")/${#sample[@]} sampled VMs answered, the last +$(ms "$t0" "${t_last:-0}") ms"
-  res "(d) VmRSS with $nets namespaces ($mode start): $(rss_kb) kB, threads $(ls /proc/$agent_pid/task | wc -l)"
-done
-done
+  for bin in "${bins[@]}"; do
+    export OKNA_AGENT_BIN=$bin
+    remove_metadata
+    ((${#bins[@]} > 1 || rounds > 1)) && res "(c) round $round, agent $bin"
+    for mode in cold warm; do
+      [[ $mode == warm ]] && stop_agent
+      /usr/bin/python3 "$root/bench/metadata/vm_poll.py" --period-ms 50 --connect-timeout-ms 40 \
+        --timeout-s 180 "${sample[@]}" >"$T/poll-$mode" 2>"$T/poll-$mode.err" &
+      poll=$!
+      cpu0=$(daemon_cpu)
+      t0=$(now)
+      start_agent
+      perf_pid=""
+      if [[ -n "${PERF_SECONDS:-}" ]]; then  # a CPU profile of the agent's start (perf record -g)
+        # perf -p follows only the threads that exist when it attaches: wait for all three.
+        for _ in $(seq 100); do (($(ls /proc/$agent_pid/task | wc -l) >= 3)) && break; sleep 0.01; done
+        perf record -q -g -p "$agent_pid" -o "/tmp/okof-scale-perf-$mode.data" -- sleep "$PERF_SECONDS" \
+          >/dev/null 2>&1 & perf_pid=$!
+      fi
+      sampler=""
+      if [[ -n "${SAMPLE_THREADS:-}" ]]; then  # where each agent thread spends the start: state/wchan
+        (for _ in $(seq $((SAMPLE_THREADS * 50))); do
+           for t in /proc/$agent_pid/task/*; do
+             echo "$(cat "$t/comm" 2>/dev/null) $(awk '{print $3}' "$t/stat" 2>/dev/null) $(cat "$t/wchan" 2>/dev/null)"
+           done
+           sleep 0.02
+         done >"$T/samples-$mode") & sampler=$!
+      fi
+      wait_for 180 health /readyz
+      t_readyz=$(now)
+      wait_for 180 ready_at_least $nets
+      t_ready=$(now)
+      res "(c) $mode start: agent CPU by thread at ready (ms, user+sys): $(thread_cpu)"
+      res "(c) $mode start: other CPU from start to ready (ms): $(delta_cpu "$cpu0" "$(daemon_cpu)")"
+      [[ -n "$perf_pid" ]] && wait "$perf_pid" && log "profile: /tmp/okof-scale-perf-$mode.data"
+      if [[ -n "$sampler" ]]; then
+        kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
+        res "(c) $mode start: thread state samples (comm state wchan: count):"
+        sort "$T/samples-$mode" | uniq -c | sort -rn | head -15 >&2
+      fi
+      wait $poll
+      t_last=$(tail -n1 "$T/poll-$mode" | cut -d' ' -f2)
+      res "(c) $mode start with $nets networks: /readyz 200 +$(ms "$t0" "$t_readyz") ms, ready=$nets (metrics) +$(ms "$t0" "$t_ready") ms, $(wc -l <"$T/poll-$mode")/${#sample[@]} sampled VMs answered, the last +$(ms "$t0" "${t_last:-0}") ms"
+      res "(d) VmRSS with $nets namespaces ($mode start): $(rss_kb) kB, threads $(ls /proc/$agent_pid/task | wc -l)"
+    done
+  done
 done
 if [[ -n "${RSS_PROBE:-}" ]] && command -v gdb >/dev/null; then
   # How much of the RSS is freed heap that glibc keeps (malloc_trim gives it back).
