@@ -32,8 +32,8 @@ Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& 
     chassis_ =
         std::make_unique<ovsdb::ChassisReconciler>(io_, config_.ovs, metrics_, health_, &events_);
   if (chassis_ && config_.metadata.enabled) {
-    metadata_ = std::make_unique<MetadataService>(io_, http, config_.metadata, *chassis_, metrics_,
-                                                  health_);
+    metadata_ = std::make_unique<MetadataService>(io_, clock_, http, config_.metadata, *chassis_,
+                                                  metrics_, health_);
     chassis_->setSnapshotListener([this](const ovsdb::Snapshot& s) { metadata_->onSnapshot(s); });
   }
   const auto informerConfig = [&](std::string resource, std::string path, std::string selector) {

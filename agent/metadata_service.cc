@@ -22,8 +22,8 @@ std::unique_ptr<core::HttpClient> plainHttpNovaClient(boost::asio::io_context& i
 
 }  // namespace
 
-MetadataService::MetadataService(boost::asio::io_context& io, core::HttpClient& http,
-                                 const metadata::MetadataConfig& config,
+MetadataService::MetadataService(boost::asio::io_context& io, core::Clock& clock,
+                                 core::HttpClient& http, const metadata::MetadataConfig& config,
                                  ovsdb::ChassisReconciler& chassis, core::MetricsRegistry& metrics,
                                  core::HealthRegistry& health)
     : config_(config),
@@ -32,7 +32,7 @@ MetadataService::MetadataService(boost::asio::io_context& io, core::HttpClient& 
       worker_(&health),
       server_(io, novaHttp_ ? *novaHttp_ : http, config_, *this, metrics),
       reconciler_(
-          io, optionsFrom(config_), *this,
+          io, clock, optionsFrom(config_), *this,
           [this](std::function<void()> job) { worker_.post(std::move(job)); }, *this,
           [&chassis](const ovsdb::DesiredMetadataOvs& d) { chassis.submitMetadata(d); }, metrics,
           health) {}

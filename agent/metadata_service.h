@@ -34,7 +34,7 @@ class MetadataService : private metadata::Plumbing,
                         private metadata::Listeners,
                         private metadata::PortLookup {
  public:
-  MetadataService(boost::asio::io_context& io, core::HttpClient& http,
+  MetadataService(boost::asio::io_context& io, core::Clock& clock, core::HttpClient& http,
                   const metadata::MetadataConfig& config, ovsdb::ChassisReconciler& chassis,
                   core::MetricsRegistry& metrics, core::HealthRegistry& health);
   ~MetadataService() override;

@@ -17,7 +17,6 @@ namespace okna::metadata {
 namespace {
 
 constexpr const char* kComponent = "metadata";
-using Clock = std::chrono::steady_clock;
 
 // The MAC behind an EUI-64 IPv6 link-local address (fe80::XXff:feXX:XXXX), "" otherwise.
 std::string macOfLinkLocal(const std::string& ip) {
@@ -34,10 +33,12 @@ std::string macOfLinkLocal(const std::string& ip) {
 
 }  // namespace
 
-Reconciler::Reconciler(boost::asio::io_context& io, ReconcilerOptions options, Plumbing& plumbing,
-                       RunOnWorker runOnWorker, Listeners& listeners, SubmitOvs submitOvs,
-                       core::MetricsRegistry& metrics, core::HealthRegistry& health)
+Reconciler::Reconciler(boost::asio::io_context& io, core::Clock& clock, ReconcilerOptions options,
+                       Plumbing& plumbing, RunOnWorker runOnWorker, Listeners& listeners,
+                       SubmitOvs submitOvs, core::MetricsRegistry& metrics,
+                       core::HealthRegistry& health)
     : io_(io),
+      clock_(clock),
       options_(options),
       plumbing_(plumbing),
       runOnWorker_(std::move(runOnWorker)),
@@ -46,9 +47,9 @@ Reconciler::Reconciler(boost::asio::io_context& io, ReconcilerOptions options, P
       metrics_(metrics),
       health_(health),
       alive_(std::make_shared<bool>(true)),
-      retryTimer_(io),
-      verifyTimer_(io),
-      outputTimer_(io) {
+      retryTimer_(clock.makeTimer()),
+      verifyTimer_(clock.makeTimer()),
+      outputTimer_(clock.makeTimer()) {
   for (const char* state : {"wanted", "ready"})
     metrics_.gauge("okna_metadata_namespaces", "Metadata namespaces, by state", {{"state", state}});
   for (const char* op : {"ensure", "remove"})
@@ -65,9 +66,9 @@ Reconciler::~Reconciler() {
 
 void Reconciler::stop() {
   *alive_ = false;
-  retryTimer_.cancel();
-  verifyTimer_.cancel();
-  outputTimer_.cancel();
+  retryTimer_->cancel();
+  verifyTimer_->cancel();
+  outputTimer_->cancel();
 }
 
 void Reconciler::setActive(bool active) {
@@ -129,7 +130,7 @@ void Reconciler::update(const ovsdb::SbMetadataView& view, const std::string& in
 
 void Reconciler::reconcile() {
   if (!*alive_) return;
-  std::optional<Clock::time_point> nextRetry;
+  std::optional<TimePoint> nextRetry;
   if (allDirty_) {
     allDirty_ = false;
     dirty_.clear();
@@ -157,8 +158,7 @@ void Reconciler::reconcile() {
   flushOutputs();
 }
 
-void Reconciler::reconcileNetwork(const std::string& id,
-                                  std::optional<Clock::time_point>& nextRetry) {
+void Reconciler::reconcileNetwork(const std::string& id, std::optional<TimePoint>& nextRetry) {
   const NetworkPlan& network = plan_.networks.at(id);
   const auto it = networks_.find(id);
   // Inactive: keep what exists, create nothing new.
@@ -168,7 +168,7 @@ void Reconciler::reconcileNetwork(const std::string& id,
   const bool current =
       st.applied && *st.applied == network && st.listening && !st.removing && !st.verify;
   if (current) return;
-  if (Clock::now() < st.retryAt) {
+  if (clock_.now() < st.retryAt) {
     nextRetry = nextRetry ? std::min(*nextRetry, st.retryAt) : st.retryAt;
     return;
   }
@@ -177,14 +177,16 @@ void Reconciler::reconcileNetwork(const std::string& id,
 }
 
 void Reconciler::flushOutputs() {
-  const auto now = Clock::now();
+  const auto now = clock_.now();
   const auto interval = options_.outputInterval;
   // Each output has its own window, opened only when it really handed something on: a
   // readiness update must not hold back the OVS port of the network that just came up.
-  const auto due = [&](Clock::time_point last) { return now - last >= interval; };
+  const auto due = [&](const std::optional<TimePoint>& last, std::chrono::milliseconds window) {
+    return !last || now - *last >= window;
+  };
   // The ports' window doubles after each hand-over that had to wait for it (a burst) and is
   // back at the minimum after one that did not (one network after any pause goes at once).
-  if (portsDirty_ && now - lastPortsOutput_ >= portsInterval_) {
+  if (portsDirty_ && due(lastPortsOutput_, portsInterval_)) {
     portsDirty_ = false;
     if (submitPorts()) {
       lastPortsOutput_ = now;
@@ -196,19 +198,18 @@ void Reconciler::flushOutputs() {
   } else if (portsDirty_) {
     portsWaited_ = true;
   }
-  if (healthDirty_ && due(lastHealthOutput_)) {
+  if (healthDirty_ && due(lastHealthOutput_, interval)) {
     healthDirty_ = false;
     updateHealth();
     lastHealthOutput_ = now;
   }
   if ((!portsDirty_ && !healthDirty_) || outputTimerArmed_) return;
-  Clock::time_point at = Clock::time_point::max();
-  if (portsDirty_) at = std::min(at, lastPortsOutput_ + portsInterval_);
-  if (healthDirty_) at = std::min(at, lastHealthOutput_ + interval);
+  TimePoint at = TimePoint::max();
+  if (portsDirty_) at = std::min(at, lastPortsOutput_.value_or(now) + portsInterval_);
+  if (healthDirty_) at = std::min(at, lastHealthOutput_.value_or(now) + interval);
   outputTimerArmed_ = true;
-  outputTimer_.expires_at(at);
-  outputTimer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
-    if (ec || !*alive) return;
+  outputTimer_->waitUntil(at, [this, alive = alive_] {
+    if (!*alive) return;
     outputTimerArmed_ = false;
     flushOutputs();
   });
@@ -260,7 +261,7 @@ void Reconciler::onEnsured(const NetworkPlan& network, core::Result<Plumbing::En
       if (fd) ::close(*fd);
     st.lastError = error;
     st.backoff = std::clamp(st.backoff * 2, options_.retryMin, options_.retryMax);
-    st.retryAt = Clock::now() + st.backoff;
+    st.retryAt = clock_.now() + st.backoff;
     log->error("network {}: {}; retrying in {} ms", network.networkId, error, st.backoff.count());
     metrics_
         .counter("okna_metadata_plumbing_total", "Namespace operations, by result",
@@ -356,7 +357,7 @@ void Reconciler::startRemove(const std::string& networkId, const std::string& na
       } else {
         state.lastError = status.error().message;
         state.backoff = std::clamp(state.backoff * 2, options_.retryMin, options_.retryMax);
-        state.retryAt = Clock::now() + state.backoff;
+        state.retryAt = clock_.now() + state.backoff;
         core::logger(kComponent)
             ->error("removing {}: {}; retrying in {} ms", namespaceName, state.lastError,
                     state.backoff.count());
@@ -430,9 +431,8 @@ void Reconciler::verifyAll() {
 void Reconciler::scheduleVerify() {
   if (options_.verifyInterval.count() <= 0) return;
   verifyScheduled_ = true;
-  verifyTimer_.expires_after(options_.verifyInterval);
-  verifyTimer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
-    if (ec || !*alive) return;
+  verifyTimer_->waitUntil(clock_.now() + options_.verifyInterval, [this, alive = alive_] {
+    if (!*alive) return;
     verifyAll();
     scheduleVerify();
   });
@@ -502,10 +502,9 @@ void Reconciler::updateHealth() {
   }
 }
 
-void Reconciler::scheduleRetry(Clock::time_point at) {
-  retryTimer_.expires_at(at);
-  retryTimer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
-    if (ec || !*alive) return;
+void Reconciler::scheduleRetry(TimePoint at) {
+  retryTimer_->waitUntil(at, [this, alive = alive_] {
+    if (!*alive) return;
     markAll();
     reconcile();
   });

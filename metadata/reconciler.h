@@ -16,7 +16,6 @@
 // Metrics: okna_metadata_namespaces{state=wanted|ready}, okna_metadata_plumbing_total{op,result}.
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -27,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/result.h"
 #include "core/shared_value.h"
 #include "metadata/planner.h"
@@ -89,7 +89,7 @@ struct ReconcilerOptions {
 };
 
 class Reconciler {
-  using Clock = std::chrono::steady_clock;
+  using TimePoint = core::Clock::TimePoint;
 
  public:
   /** Runs a job on the worker thread (in order). */
@@ -97,8 +97,8 @@ class Reconciler {
   /** Hands the wanted metadata ports to the IDL thread. */
   using SubmitOvs = std::function<void(const ovsdb::DesiredMetadataOvs&)>;
 
-  Reconciler(boost::asio::io_context& io, ReconcilerOptions options, Plumbing& plumbing,
-             RunOnWorker runOnWorker, Listeners& listeners, SubmitOvs submitOvs,
+  Reconciler(boost::asio::io_context& io, core::Clock& clock, ReconcilerOptions options,
+             Plumbing& plumbing, RunOnWorker runOnWorker, Listeners& listeners, SubmitOvs submitOvs,
              core::MetricsRegistry& metrics, core::HealthRegistry& health);
   ~Reconciler();
   Reconciler(const Reconciler&) = delete;
@@ -139,7 +139,7 @@ class Reconciler {
     // device open (the userspace datapath at least), so the port is removed, then added again.
     bool replug = false;
     std::chrono::milliseconds backoff{0};
-    std::chrono::steady_clock::time_point retryAt{};
+    core::Clock::TimePoint retryAt{};
     std::string lastError;
   };
 
@@ -149,7 +149,7 @@ class Reconciler {
   void reconcile();
   void markAll() { allDirty_ = true; }
   void markDirty(const std::string& networkId) { dirty_.insert(networkId); }
-  void reconcileNetwork(const std::string& id, std::optional<Clock::time_point>& nextRetry);
+  void reconcileNetwork(const std::string& id, std::optional<TimePoint>& nextRetry);
   // One reconcile() for a burst of worker completions.
   void requestReconcile();
   // submitPorts() and updateHealth(), at most once per outputInterval during a burst.
@@ -162,10 +162,11 @@ class Reconciler {
   // Hands the wanted ports to the IDL thread if they changed; true if it did.
   bool submitPorts();
   void updateHealth();
-  void scheduleRetry(std::chrono::steady_clock::time_point at);
+  void scheduleRetry(TimePoint at);
   void scheduleVerify();
 
   boost::asio::io_context& io_;
+  core::Clock& clock_;
   ReconcilerOptions options_;
   Plumbing& plumbing_;
   RunOnWorker runOnWorker_;
@@ -184,8 +185,8 @@ class Reconciler {
   bool prunedThisSync_ = false;
   std::map<std::string, NetworkState> networks_;
   std::vector<std::string> reportedWarnings_;
-  boost::asio::steady_timer retryTimer_;
-  boost::asio::steady_timer verifyTimer_;
+  std::unique_ptr<core::Timer> retryTimer_;
+  std::unique_ptr<core::Timer> verifyTimer_;
   bool verifyScheduled_ = false;
   bool reconcilePending_ = false;
   std::set<std::string> dirty_;
@@ -195,12 +196,12 @@ class Reconciler {
   bool healthDirty_ = true;
   bool outputTimerArmed_ = false;
   std::optional<ovsdb::DesiredMetadataOvs> submitted_;
-  Clock::time_point lastPortsOutput_{};
+  std::optional<TimePoint> lastPortsOutput_;  // never yet: the first goes at once
   std::chrono::milliseconds portsInterval_{0};
   // The ports changed inside the window and wait for it to close.
   bool portsWaited_ = false;
-  Clock::time_point lastHealthOutput_{};
-  boost::asio::steady_timer outputTimer_;
+  std::optional<TimePoint> lastHealthOutput_;
+  std::unique_ptr<core::Timer> outputTimer_;
 };
 
 }  // namespace okna::metadata

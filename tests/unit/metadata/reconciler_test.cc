@@ -9,6 +9,7 @@
 
 #include "core/health.h"
 #include "core/metrics.h"
+#include "tests/fakes/manual_clock.h"
 
 namespace okna::metadata {
 namespace {
@@ -76,13 +77,13 @@ class ReconcilerTest : public ::testing::Test {
   void make(std::chrono::milliseconds outputInterval,
             std::optional<std::chrono::milliseconds> outputIntervalMax = std::nullopt) {
     ReconcilerOptions o;
-    o.retryMin = std::chrono::milliseconds(1);
-    o.retryMax = std::chrono::milliseconds(2);
+    o.retryMin = std::chrono::milliseconds(100);
+    o.retryMax = std::chrono::milliseconds(200);
     o.outputInterval = outputInterval;
     o.outputIntervalMax = outputIntervalMax.value_or(outputInterval);
     r_ = std::make_unique<Reconciler>(
-        io_, o, plumbing_, [this](std::function<void()> job) { jobs_.push_back(std::move(job)); },
-        listeners_,
+        io_, clock_, o, plumbing_,
+        [this](std::function<void()> job) { jobs_.push_back(std::move(job)); }, listeners_,
         [this](const ovsdb::DesiredMetadataOvs& d) {
           ovs_ = d;
           ++submits_;
@@ -90,16 +91,33 @@ class ReconcilerTest : public ::testing::Test {
         metrics_, health_);
   }
 
-  // Runs the queued worker jobs and the loop until both are idle.
+  // Runs the queued worker jobs and the loop until both are idle (time stands still).
   void settle() {
-    for (int i = 0; i < 100 && (!jobs_.empty() || io_.poll() > 0); ++i) {
+    const auto poll = [this] {
+      io_.restart();  // a poll that found nothing left the context stopped
+      return io_.poll();
+    };
+    for (int i = 0; i < 100 && (!jobs_.empty() || poll() > 0); ++i) {
       while (!jobs_.empty()) {
         auto job = std::move(jobs_.front());
         jobs_.pop_front();
         job();
       }
-      io_.restart();
     }
+  }
+
+  // Lives through `window` of simulated time: every timer due in it fires, in order, and the
+  // worker's jobs and the loop settle after each.
+  void live(std::chrono::milliseconds window) {
+    const auto end = clock_.now() + window;
+    for (;;) {
+      settle();
+      const auto next = clock_.nextDue();
+      if (!next || *next > end) break;
+      clock_.advanceTo(*next);
+    }
+    clock_.advanceTo(end);
+    settle();
   }
 
   static SbPort port(const std::string& lport, const std::string& dp, const std::string& type,
@@ -150,6 +168,7 @@ class ReconcilerTest : public ::testing::Test {
   }
 
   boost::asio::io_context io_;
+  testing::ManualClock clock_{io_};
   core::MetricsRegistry metrics_;
   core::HealthRegistry health_;
   FakePlumbing plumbing_;
@@ -188,13 +207,15 @@ TEST_F(ReconcilerTest, ABurstOfSetUpsIsPluggedInOneGoAndALoneOneAtOnce) {
   const int afterBurst = submits_;
   EXPECT_TRUE(ovs_.ports.empty());
   EXPECT_FALSE(ready());
-  io_.run_for(std::chrono::milliseconds(120));
-  io_.restart();
+  live(std::chrono::milliseconds(39));
+  EXPECT_EQ(submits_, afterBurst) << "the window is still open";
+  live(std::chrono::milliseconds(1));
   EXPECT_EQ(submits_, afterBurst + 1);
   EXPECT_EQ(ovs_.ports.size(), 3u);
   EXPECT_TRUE(ready());
-  // Quiet since: a fourth network's port is handed on as soon as its namespace is up, without
-  // waiting for any timer.
+  // Quiet for as long as the (grown, 80 ms) window: a fourth network's port is handed on as soon
+  // as its namespace is up, without waiting for any timer.
+  live(std::chrono::milliseconds(80));
   r_->update(view({"net-a", "net-b", "net-c", "net-d"}), "br-int", ports({}));
   settle();
   EXPECT_EQ(submits_, afterBurst + 2);
@@ -210,34 +231,32 @@ TEST_F(ReconcilerTest, TheWindowForPortsGrowsDuringABurstAndIsBackAfterAPause) {
     for (int i = 0; i < n; ++i) ids.push_back("net-" + std::to_string(i));
     return ids;
   };
-  const auto run = [&](int ms) {
-    io_.run_for(milliseconds(ms));
-    io_.restart();
-  };
   r_->update(view(networks(2)), "br-int", ports({}));
   settle();  // the first hand-over went at once; the two set-ups wait for its 50 ms window
   const int first = submits_;
-  run(20);
+  live(milliseconds(49));
   EXPECT_EQ(submits_, first);
-  run(60);
+  live(milliseconds(1));
   EXPECT_EQ(submits_, first + 1);
   EXPECT_EQ(ovs_.ports.size(), 2u);
   // That hand-over had waited: a burst, the next window is 100 ms.
+  live(milliseconds(10));
   r_->update(view(networks(3)), "br-int", ports({}));
   settle();
-  run(60);
+  live(milliseconds(89));
   EXPECT_EQ(submits_, first + 1) << "a third network waits for the grown window";
-  run(70);
+  live(milliseconds(1));
   EXPECT_EQ(submits_, first + 2);
   EXPECT_EQ(ovs_.ports.size(), 3u);
-  // A pause longer than the (now 200 ms) window: the next one goes at once.
-  run(250);
+  // That one waited too: the window is now 200 ms. A pause longer than it: the next network
+  // goes at once.
+  live(milliseconds(200));
   r_->update(view(networks(4)), "br-int", ports({}));
   settle();
   EXPECT_EQ(submits_, first + 3);
   EXPECT_EQ(ovs_.ports.size(), 4u);
-  // ...and, not having waited, put the window back at 50 ms: one more 60 ms later goes at once.
-  run(60);
+  // ...and, not having waited, put the window back at 50 ms: one more 50 ms later goes at once.
+  live(milliseconds(50));
   r_->update(view(networks(5)), "br-int", ports({}));
   settle();
   EXPECT_EQ(submits_, first + 4);
@@ -344,13 +363,13 @@ TEST_F(ReconcilerTest, AFailedEnsureIsRetriedAndShownInReadiness) {
     if (c.name == "metadata") mentioned = c.detail.find("netlink: boom") != std::string::npos;
   EXPECT_TRUE(mentioned);
   plumbing_.failEnsure = false;
-  for (int i = 0; i < 200 && !ready(); ++i) {
-    io_.run_for(std::chrono::milliseconds(5));
-    io_.restart();
-    settle();
-  }
+  // Retried after the first backoff (retryMin), not before.
+  live(std::chrono::milliseconds(99));
+  EXPECT_EQ(plumbing_.ensured.size(), 1U);
+  EXPECT_FALSE(ready());
+  live(std::chrono::milliseconds(1));
+  EXPECT_EQ(plumbing_.ensured.size(), 2U);
   EXPECT_TRUE(ready());
-  EXPECT_GE(plumbing_.ensured.size(), 2U);
 }
 
 TEST_F(ReconcilerTest, ThePeriodicCheckRebuildsANamespaceDeletedBehindTheAgentsBack) {
@@ -410,14 +429,16 @@ TEST_F(ReconcilerTest, AFailedCheckIsNotReadyAndRetriedUntilRepaired) {
   settle();
   EXPECT_FALSE(ready()) << "a namespace that cannot be repaired is not serving";
   const auto failed = plumbing_.ensured.size();
+  // Still failing: retried at 100 ms, then 200 ms after that (the backoff doubles).
+  live(std::chrono::milliseconds(100));
+  EXPECT_EQ(plumbing_.ensured.size(), failed + 1);
+  EXPECT_FALSE(ready());
   plumbing_.failEnsure = false;
-  for (int i = 0; i < 200 && !ready(); ++i) {
-    io_.run_for(std::chrono::milliseconds(5));
-    io_.restart();
-    settle();
-  }
+  live(std::chrono::milliseconds(199));
+  EXPECT_EQ(plumbing_.ensured.size(), failed + 1);
+  live(std::chrono::milliseconds(1));
+  EXPECT_EQ(plumbing_.ensured.size(), failed + 2);
   EXPECT_TRUE(ready());
-  EXPECT_GT(plumbing_.ensured.size(), failed);
   EXPECT_EQ(listeners_.fds["net-a"].size(), 2U);
 }
 
