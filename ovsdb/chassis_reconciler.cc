@@ -321,6 +321,10 @@ void ChassisReconciler::evaluateDrain() {
                                    kGatewayItem) != record->cmsItems.end();
     in.recordedSince = record->drainSince;
   }
+  // A flag asked for and not yet read back may be in OVSDB already (ovn-controller may have
+  // reported it and a gateway been bound here): until the record says otherwise, it is ours.
+  if (submitted_ && submitted_->gateway && s.convergedGeneration < generation_)
+    in.ownsGatewayItem = true;
   in.hasChassis = !s.systemId.empty();
   in.sbSynced = s.sb.synced;
   in.gatewayPorts = s.sb.gatewayPorts;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ovsdb/chassis_diff.h"
@@ -67,6 +68,15 @@ class FakeOvsdb {
     state_->snapshot.connected = connected;
     publish();
   }
+  /** Holds the agent's writes back: each desired state is recorded but neither applied nor
+   *  published until releaseWrites(), as when the agent's transaction is committed in OVSDB (and
+   *  seen by ovn-controller) but its reply is not yet read by the agent's IDL thread. */
+  void holdWrites() { state_->holding = true; }
+  void releaseWrites() {
+    state_->holding = false;
+    for (const auto& [desired, generation] : std::exchange(state_->held, {}))
+      Applier::commit(*state_, desired, generation);
+  }
   /** Publishes the current state (as the IDL thread does after any change). */
   void publish() {
     if (state_->publish && state_->started)
@@ -79,6 +89,8 @@ class FakeOvsdb {
     ovsdb::OvsdbApplier::SnapshotCallback publish;
     std::vector<ovsdb::DesiredChassis> submitted;
     ovsdb::Snapshot snapshot;
+    bool holding = false;
+    std::vector<std::pair<ovsdb::DesiredChassis, std::uint64_t>> held;
   };
 
   class Applier : public ovsdb::OvsdbApplier {
@@ -90,9 +102,17 @@ class FakeOvsdb {
     }
     void submit(const ovsdb::DesiredChassis& desired, std::uint64_t generation) override {
       state_->submitted.push_back(desired);
-      apply(ovsdb::diffChassis(desired, *state_->snapshot.ovs));
-      state_->snapshot.convergedGeneration = generation;
-      publishState();
+      if (state_->holding)
+        state_->held.emplace_back(desired, generation);
+      else
+        commit(*state_, desired, generation);
+    }
+    static void commit(State& state, const ovsdb::DesiredChassis& desired,
+                       std::uint64_t generation) {
+      apply(state, ovsdb::diffChassis(desired, *state.snapshot.ovs));
+      state.snapshot.convergedGeneration = generation;
+      if (state.started && state.publish)
+        state.publish(std::make_shared<const ovsdb::Snapshot>(state.snapshot));
     }
     void submitMetadata(const ovsdb::DesiredMetadataOvs&, std::uint64_t generation) override {
       state_->snapshot.metadataConvergedGeneration = generation;
@@ -105,9 +125,9 @@ class FakeOvsdb {
       if (state_->started && state_->publish)
         state_->publish(std::make_shared<const ovsdb::Snapshot>(state_->snapshot));
     }
-    void apply(const ovsdb::ChassisOps& ops) {
+    static void apply(State& state, const ovsdb::ChassisOps& ops) {
       using Kind = ovsdb::OvsOp::Kind;
-      auto& ovs = state_->snapshot.ovs.mutableCopy();
+      auto& ovs = state.snapshot.ovs.mutableCopy();
       for (const auto& op : ops.ops) {
         switch (op.kind) {
           case Kind::SetExternalId:

@@ -157,6 +157,31 @@ TEST_F(ChassisReconcilerUnitTest, NetworkGoesAsSoonAsTheGatewaysLeave) {
   EXPECT_EQ(eventReasons(), (Strings{"GatewayDrainStarted", "GatewayDrained"}));
 }
 
+// The role goes while the agent's own write of the flag is committed in OVSDB (ovn-controller
+// saw it, a router gateway is bound here) but not yet read back by the agent: the flag it may
+// have written is its own, so the network stays until the gateway left. (Found by the gateway
+// failover end-to-end test under load: the flag and the network went in one transaction.)
+TEST_F(ChassisReconcilerUnitTest, ARoleLostWhileItsOwnWriteIsInFlightStillDrains) {
+  auto r = make(120s);
+  ovsdb_.setChassis("chassis-1");
+  ovsdb_.holdWrites();
+  planAndUpdate(*r, gatewayNode(), {"network"});
+  clock_.runFor(1s);
+  ovsdb_.setGatewayPorts({"cr-lrp-ext"});
+  clock_.runFor(1s);
+  planAndUpdate(*r, plainNode(), {"compute"});
+  clock_.runFor(1s);
+  ovsdb_.releaseWrites();
+  clock_.runFor(1s);
+  EXPECT_FALSE(gatewayItemSet());
+  EXPECT_TRUE(networkKept()) << "the network went while a gateway was bound here";
+  EXPECT_EQ(r->debugJson()["drain"]["inProgress"], true);
+  ovsdb_.setGatewayPorts({});
+  clock_.runFor(1ms);
+  EXPECT_TRUE(networkGone());
+  EXPECT_EQ(eventReasons(), (Strings{"GatewayDrainStarted", "GatewayDrained"}));
+}
+
 TEST_F(ChassisReconcilerUnitTest, WhileTheSouthboundIsNotSyncedTheDrainWaitsForTheTimeout) {
   auto r = convergedGateway(60s);
   ovsdb_.setGatewayPorts({}, false);
