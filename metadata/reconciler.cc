@@ -102,7 +102,7 @@ void Reconciler::update(const ovsdb::SbMetadataView& view, const std::string& in
   // Most snapshots are ovn-controller's and ovs-vswitchd's own updates: same ports, no work.
   if (bridgePorts != bridgePorts_) {
     bridgePorts_ = bridgePorts;
-    portsDirty_ = true;
+    portsDirty_ = healthDirty_ = true;  // a network serves once its port is on the bridge
     // A port being re-plugged goes back in once ovs-vswitchd has dropped the old one.
     for (auto& [id, st] : networks_)
       if (st.replug && st.applied && !bridgePorts_->count(st.applied->hostIface)) st.replug = false;
@@ -447,8 +447,10 @@ nlohmann::json Reconciler::debugJson() const {
     std::string what = "setting up";
     if (state.removing || planned == plan_.networks.end())
       what = "removing";
-    else if (state.listening && state.applied == planned->second)
+    else if (isServing(planned->second, state))
       what = "serving";
+    else if (isSetUp(planned->second, state))
+      what = "plugging";
     else if (!state.lastError.empty())
       what = "error";
     std::size_t vms = 0;
@@ -475,14 +477,15 @@ void Reconciler::updateHealth() {
   std::vector<std::string> missing;
   for (const auto& [id, network] : plan_.networks) {
     const auto it = networks_.find(id);
-    if (it != networks_.end() && it->second.listening && it->second.applied == network &&
-        it->second.lastError.empty()) {
+    if (it != networks_.end() && isServing(network, it->second)) {
       ++ready;
     } else if (missing.size() < 5) {
-      missing.push_back(network.namespaceName +
-                        (it != networks_.end() && !it->second.lastError.empty()
-                             ? " (" + it->second.lastError + ")"
-                             : " (setting up)"));
+      std::string why = " (setting up)";
+      if (it != networks_.end() && isSetUp(network, it->second))
+        why = " (" + network.hostIface + " not yet on " + bridge_ + ")";
+      else if (it != networks_.end() && !it->second.lastError.empty())
+        why = " (" + it->second.lastError + ")";
+      missing.push_back(network.namespaceName + why);
     }
   }
   metrics_.gauge("okna_metadata_namespaces", "Metadata namespaces, by state", {{"state", "wanted"}})
@@ -522,10 +525,20 @@ std::vector<IndexedPort> Reconciler::lookup(const std::string& networkId,
   return it == net->second.end() ? std::vector<IndexedPort>{} : it->second;
 }
 
+bool Reconciler::isSetUp(const NetworkPlan& planned, const NetworkState& st) const {
+  return !st.removing && st.listening && st.applied == planned && st.lastError.empty();
+}
+
+bool Reconciler::isServing(const NetworkPlan& planned, const NetworkState& st) const {
+  // Listening is not enough: a VM reaches the namespace only through its port on the bridge.
+  return isSetUp(planned, st) && !st.replug && bridgePorts_->count(planned.hostIface) != 0;
+}
+
 std::set<std::string> Reconciler::readyNetworks() const {
   std::set<std::string> out;
-  for (const auto& [id, st] : networks_)
-    if (st.listening && !st.removing) out.insert(id);
+  for (const auto& [id, network] : plan_.networks)
+    if (const auto it = networks_.find(id); it != networks_.end() && isServing(network, it->second))
+      out.insert(id);
   return out;
 }
 

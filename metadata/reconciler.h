@@ -122,7 +122,7 @@ class Reconciler {
   const MetadataPlan& plan() const { return plan_; }
   /** Checks (and repairs) every serving network now; the verify timer calls it. */
   void verifyAll();
-  /** Networks whose namespace and listeners are up. */
+  /** Networks serving: namespace and listeners up as planned, and the port on the bridge. */
   std::set<std::string> readyNetworks() const;
   /** For /debug/plan: {"southbound": "synced"|reason, "networks": [{"network", "namespace",
    *  "state": "serving"|"setting up"|"error"|"removing", "error", "vmAddresses"}]}. */
@@ -162,6 +162,10 @@ class Reconciler {
   // Hands the wanted ports to the IDL thread if they changed; true if it did.
   bool submitPorts();
   void updateHealth();
+  // Namespace, veth, addresses and listeners as planned (the port may not be plugged yet).
+  bool isSetUp(const NetworkPlan& planned, const NetworkState& st) const;
+  // Set up and its host veth on the integration bridge: VMs can reach it.
+  bool isServing(const NetworkPlan& planned, const NetworkState& st) const;
   void scheduleRetry(TimePoint at);
   void scheduleVerify();
 

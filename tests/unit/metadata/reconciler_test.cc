@@ -5,6 +5,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <deque>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "core/health.h"
@@ -153,7 +154,16 @@ class ReconcilerTest : public ::testing::Test {
           port("vm-" + net, dp, "", true, "fa:16:3e:00:01:0" + octet + " 10.0." + octet + ".10"));
     }
     v.rows = std::move(rows);
+    lastView_ = v;
     return v;
+  }
+
+  // ovs-vswitchd plugged the ports handed on: the bridge now has them (same Southbound view).
+  void plug() {
+    std::set<std::string> names;
+    for (const auto& [port, iface] : ovs_.ports) names.insert(port);
+    r_->update(lastView_, "br-int", ports(names));
+    settle();
   }
 
   // The integration bridge's ports, as the metadata service hands them on.
@@ -177,6 +187,7 @@ class ReconcilerTest : public ::testing::Test {
   ovsdb::DesiredMetadataOvs ovs_;
   int submits_ = 0;
   std::uint64_t version_ = 0;
+  SbMetadataView lastView_;
   std::unique_ptr<Reconciler> r_;
 };
 
@@ -193,8 +204,23 @@ TEST_F(ReconcilerTest, SetsUpServesAndPlugsANetwork) {
   EXPECT_EQ(ovs_.ports, (std::map<std::string, std::string>{{"tapnet-a0", "md-net-a"}}));
   EXPECT_TRUE(ovs_.enabled);
   EXPECT_TRUE(ovs_.prune);
+  // Listening, but no VM reaches it before its port is on the bridge.
+  EXPECT_FALSE(ready());
+  EXPECT_TRUE(r_->readyNetworks().empty());
+  EXPECT_EQ(r_->debugJson()["networks"][0]["state"], "plugging");
+  bool said = false;
+  for (const auto& c : health_.readiness())
+    if (c.name == "metadata")
+      said = c.detail.find("tapnet-a0 not yet on br-int") != std::string::npos;
+  EXPECT_TRUE(said);
+  plug();
   EXPECT_TRUE(ready());
   EXPECT_EQ(r_->readyNetworks(), (std::set<std::string>{"net-a"}));
+  EXPECT_EQ(r_->debugJson()["networks"][0]["state"], "serving");
+  // Unplugged behind the agent's back: not serving until it is back.
+  r_->update(lastView_, "br-int", ports({}));
+  settle();
+  EXPECT_FALSE(ready());
 }
 
 TEST_F(ReconcilerTest, ABurstOfSetUpsIsPluggedInOneGoAndALoneOneAtOnce) {
@@ -212,10 +238,11 @@ TEST_F(ReconcilerTest, ABurstOfSetUpsIsPluggedInOneGoAndALoneOneAtOnce) {
   live(std::chrono::milliseconds(1));
   EXPECT_EQ(submits_, afterBurst + 1);
   EXPECT_EQ(ovs_.ports.size(), 3u);
-  EXPECT_TRUE(ready());
-  // Quiet for as long as the (grown, 80 ms) window: a fourth network's port is handed on as soon
-  // as its namespace is up, without waiting for any timer.
+  // Plugged; quiet for as long as the (grown, 80 ms) window: a fourth network's port is handed
+  // on as soon as its namespace is up, without waiting for any timer.
+  plug();
   live(std::chrono::milliseconds(80));
+  EXPECT_TRUE(ready());
   r_->update(view({"net-a", "net-b", "net-c", "net-d"}), "br-int", ports({}));
   settle();
   EXPECT_EQ(submits_, afterBurst + 2);
@@ -369,6 +396,7 @@ TEST_F(ReconcilerTest, AFailedEnsureIsRetriedAndShownInReadiness) {
   EXPECT_FALSE(ready());
   live(std::chrono::milliseconds(1));
   EXPECT_EQ(plumbing_.ensured.size(), 2U);
+  plug();
   EXPECT_TRUE(ready());
 }
 
@@ -376,6 +404,7 @@ TEST_F(ReconcilerTest, ThePeriodicCheckRebuildsANamespaceDeletedBehindTheAgentsB
   r_->setActive(true);
   r_->update(view({"net-a"}), "br-int", ports({}));
   settle();
+  plug();
   ASSERT_TRUE(ready());
   // Nothing changed: the check re-ensures, opens no listener, repairs nothing.
   r_->verifyAll();
@@ -393,6 +422,11 @@ TEST_F(ReconcilerTest, ThePeriodicCheckRebuildsANamespaceDeletedBehindTheAgentsB
   EXPECT_EQ(listeners_.removals, 1);
   EXPECT_EQ(listeners_.fds["net-a"].size(), 2U);
   EXPECT_EQ(metrics_.counter("okna_metadata_repairs_total", "").value(), 1);
+  // The new veth is re-plugged (the old port held the dead device): serving once it is back.
+  EXPECT_FALSE(ready());
+  r_->update(lastView_, "br-int", ports({}));
+  settle();
+  plug();
   EXPECT_TRUE(ready());
 }
 
@@ -423,6 +457,8 @@ TEST_F(ReconcilerTest, AFailedCheckIsNotReadyAndRetriedUntilRepaired) {
   r_->setActive(true);
   r_->update(view({"net-a"}), "br-int", ports({}));
   settle();
+  plug();
+  ASSERT_TRUE(ready());
   plumbing_.existing.clear();
   plumbing_.failEnsure = true;
   r_->verifyAll();
@@ -438,6 +474,9 @@ TEST_F(ReconcilerTest, AFailedCheckIsNotReadyAndRetriedUntilRepaired) {
   EXPECT_EQ(plumbing_.ensured.size(), failed + 1);
   live(std::chrono::milliseconds(1));
   EXPECT_EQ(plumbing_.ensured.size(), failed + 2);
+  r_->update(lastView_, "br-int", ports({}));  // re-plugged, as above
+  settle();
+  plug();
   EXPECT_TRUE(ready());
   EXPECT_EQ(listeners_.fds["net-a"].size(), 2U);
 }
