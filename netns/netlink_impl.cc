@@ -246,9 +246,9 @@ core::Status setMac(nl_sock* sock, const std::string& iface, const std::string& 
 // walk over every IPv6 route of the host, fib6_clean_all: a fifth of the set-up's kernel time at
 // 1,000.) Best effort: a host without IPv6 refuses it, and the link works without it.
 void noIpv6Addresses(nl_sock* hostSock, const std::string& iface) {
-  [[maybe_unused]] const auto st = changeLink(
-      hostSock, iface, "addrgenmode none on " + iface,
-      [](rtnl_link* c) { rtnl_link_inet6_set_addr_gen_mode(c, IN6_ADDR_GEN_MODE_NONE); });
+  (void)changeLink(hostSock, iface, "addrgenmode none on " + iface, [](rtnl_link* c) {
+    rtnl_link_inet6_set_addr_gen_mode(c, IN6_ADDR_GEN_MODE_NONE);
+  });
 }
 
 core::Status createVeth(nl_sock* hostSock, const DesiredNamespace& d) {

@@ -78,10 +78,7 @@ class FakeOvsdb {
       Applier::commit(*state_, desired, generation);
   }
   /** Publishes the current state (as the IDL thread does after any change). */
-  void publish() {
-    if (state_->publish && state_->started)
-      state_->publish(std::make_shared<const ovsdb::Snapshot>(state_->snapshot));
-  }
+  void publish() { state_->publishSnapshot(); }
 
  private:
   struct State {
@@ -91,6 +88,9 @@ class FakeOvsdb {
     ovsdb::Snapshot snapshot;
     bool holding = false;
     std::vector<std::pair<ovsdb::DesiredChassis, std::uint64_t>> held;
+    void publishSnapshot() {
+      if (started && publish) publish(std::make_shared<const ovsdb::Snapshot>(snapshot));
+    }
   };
 
   class Applier : public ovsdb::OvsdbApplier {
@@ -98,7 +98,7 @@ class FakeOvsdb {
     explicit Applier(std::shared_ptr<State> state) : state_(std::move(state)) {}
     void start() override {
       state_->started = true;
-      publishState();
+      state_->publishSnapshot();
     }
     void submit(const ovsdb::DesiredChassis& desired, std::uint64_t generation) override {
       state_->submitted.push_back(desired);
@@ -111,20 +111,15 @@ class FakeOvsdb {
                        std::uint64_t generation) {
       apply(state, ovsdb::diffChassis(desired, *state.snapshot.ovs));
       state.snapshot.convergedGeneration = generation;
-      if (state.started && state.publish)
-        state.publish(std::make_shared<const ovsdb::Snapshot>(state.snapshot));
+      state.publishSnapshot();
     }
     void submitMetadata(const ovsdb::DesiredMetadataOvs&, std::uint64_t generation) override {
       state_->snapshot.metadataConvergedGeneration = generation;
-      publishState();
+      state_->publishSnapshot();
     }
     void stop() override { state_->started = false; }
 
    private:
-    void publishState() {
-      if (state_->started && state_->publish)
-        state_->publish(std::make_shared<const ovsdb::Snapshot>(state_->snapshot));
-    }
     static void apply(State& state, const ovsdb::ChassisOps& ops) {
       using Kind = ovsdb::OvsOp::Kind;
       auto& ovs = state.snapshot.ovs.mutableCopy();

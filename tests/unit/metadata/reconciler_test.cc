@@ -71,7 +71,10 @@ class FakeListeners : public Listeners {
 
 class ReconcilerTest : public ::testing::Test {
  protected:
-  ReconcilerTest() { make(std::chrono::milliseconds(0)); }
+  ReconcilerTest() {
+    clock_.setSettle([this] { settle(); });
+    make(std::chrono::milliseconds(0));
+  }
 
   // Outputs (OVS ports, readiness) handed on every time unless `outputInterval` says otherwise;
   // the ports' window grows up to `outputIntervalMax` (default: it does not grow).
@@ -109,17 +112,7 @@ class ReconcilerTest : public ::testing::Test {
 
   // Lives through `window` of simulated time: every timer due in it fires, in order, and the
   // worker's jobs and the loop settle after each.
-  void live(std::chrono::milliseconds window) {
-    const auto end = clock_.now() + window;
-    for (;;) {
-      settle();
-      const auto next = clock_.nextDue();
-      if (!next || *next > end) break;
-      clock_.advanceTo(*next);
-    }
-    clock_.advanceTo(end);
-    settle();
-  }
+  void live(std::chrono::milliseconds window) { clock_.runFor(window); }
 
   static SbPort port(const std::string& lport, const std::string& dp, const std::string& type,
                      bool here, const std::string& mac0, const std::string& cidrs = "") {
