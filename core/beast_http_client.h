@@ -10,6 +10,7 @@
 // out" after), 56 (receive failure), 3 (bad URL), 1 (unsupported scheme).
 
 #include <boost/asio/io_context.hpp>
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -19,8 +20,15 @@ namespace okna::core {
 
 class BeastHttpClient final : public HttpClient {
  public:
+  /**
+   * A pooled connection idle for less than `probeIdleAfter` is used without checking that its
+   * peer kept it open (a syscall per request under load); if it did not, the request is sent
+   * again on a new connection. One idle for longer is checked first.
+   */
   explicit BeastHttpClient(boost::asio::io_context& io, std::string userAgent = "",
-                           std::size_t maxIdlePerHost = 64);
+                           std::size_t maxIdlePerHost = 64,
+                           std::chrono::milliseconds probeIdleAfter = kProbeIdleAfter);
+  static constexpr std::chrono::milliseconds kProbeIdleAfter{200};
   ~BeastHttpClient() override;
   BeastHttpClient(const BeastHttpClient&) = delete;
   BeastHttpClient& operator=(const BeastHttpClient&) = delete;

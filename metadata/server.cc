@@ -9,6 +9,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_suffix.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
@@ -25,6 +26,7 @@
 #include "core/http_client.h"
 #include "core/logging.h"
 #include "core/metrics.h"
+#include "core/write_now.h"
 #include "metadata/config.h"
 #include "metadata/lookup.h"
 #include "metadata/proxy.h"
@@ -379,14 +381,31 @@ class Connection : public std::enable_shared_from_this<Connection> {
     setDeadline(server_->config.limits.idleTimeout);
     const std::array<asio::const_buffer, 2> answer{asio::buffer(head_),
                                                    asio::buffer(responseBody_)};
-    asio::async_write(
-        socket_, answer,
-        [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
-          if (self->closed_) return;
-          if (ec || self->closeAfterWrite_) return self->close();
-          self->setDeadline(self->server_->config.limits.idleTimeout);
-          self->waitForRequest();
-        });
+    // Usually the whole answer fits the socket's buffer: write it now and go on in this
+    // handler (see core::writeNow); only a slow reader is waited for.
+    boost::system::error_code ec;
+    const std::size_t written = core::writeNow(socket_, answer, ec);
+    if (ec) return close();
+    if (written == asio::buffer_size(answer)) return afterAnswer();
+    beast::buffers_suffix<std::array<asio::const_buffer, 2>> rest(answer);
+    rest.consume(written);
+    asio::async_write(socket_, rest,
+                      [self = shared_from_this()](const boost::system::error_code& e, std::size_t) {
+                        if (self->closed_) return;
+                        if (e) return self->close();
+                        self->afterAnswer();
+                      });
+  }
+
+  void afterAnswer() {
+    if (closeAfterWrite_) return close();
+    setDeadline(server_->config.limits.idleTimeout);
+    if (buffer_.size() == 0) return waitForRequest();
+    // A pipelined request is already here: answer it from the loop, so that a client that sends
+    // many at once does not grow this stack (an answer written at once comes back here).
+    asio::post(server_->io, [self = shared_from_this()] {
+      if (!self->closed_) self->waitForRequest();
+    });
   }
 
   std::shared_ptr<MetadataServer::Impl> server_;
@@ -480,6 +499,8 @@ void MetadataServer::Impl::accept(const std::shared_ptr<Network>& net, Acceptor&
       if (!peerError) {
         boost::system::error_code ignored;
         socket.set_option(tcp::no_delay(true), ignored);
+        // Answers are written at once where they fit (core::writeNow).
+        socket.non_blocking(true, ignored);
         auto conn = std::make_shared<Connection>(self, net, std::move(socket), clientAddress(peer));
         net->connections.insert(conn);
         conn->start();

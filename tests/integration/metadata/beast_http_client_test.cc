@@ -157,5 +157,50 @@ TEST_F(BeastHttpClientTest, PoolReusesOneConnectionSequentially) {
   EXPECT_EQ(first->body, last->body);
 }
 
+TEST_F(BeastHttpClientTest, AConnectionThePeerClosedIsReplacedProbedOrNot) {
+  HttpRequest closing;
+  closing.url = url("/_control/answer-and-close");
+  HttpRequest stats;
+  stats.url = url("/_control/stats");
+  // Never probed: the pooled connection is used as is, the send or the read fails, and the
+  // request goes again on a new connection (the fake has then accepted 2).
+  loop_.run([&] {
+    client_ = std::make_unique<BeastHttpClient>(loop_.io(), "t/1", 64, std::chrono::hours(1));
+  });
+  ASSERT_TRUE(call(closing).ok());
+  auto first = call(stats);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_NE(first->body.find("\"connections\": 2"), std::string::npos) << first->body;
+  // Always probed: the closed connection is found out and replaced before sending (the second
+  // one is closed by the next answer-and-close, the fourth answers).
+  loop_.run([&] {
+    client_ =
+        std::make_unique<BeastHttpClient>(loop_.io(), "t/1", 64, std::chrono::milliseconds(0));
+  });
+  ASSERT_TRUE(call(stats).ok());
+  ASSERT_TRUE(call(closing).ok());
+  auto second = call(stats);
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  EXPECT_NE(second->body.find("\"connections\": 4"), std::string::npos) << second->body;
+}
+
+TEST_F(BeastHttpClientTest, ABodyLargerThanTheSocketTakesIsSentWhole) {
+  HttpRequest r;
+  r.method = "POST";
+  r.url = url("/_control/stats");
+  // Far more than a socket's send buffer: the rest goes out as the server reads. The fake
+  // reads exactly Content-Length bytes before it answers, so an answer means all arrived.
+  r.body.assign(8 << 20, 'b');
+  auto res = call(r);
+  ASSERT_TRUE(res.ok()) << res.error().message;
+  EXPECT_EQ(res->status, 200);
+  // And the connection is still good for the next request.
+  HttpRequest next;
+  next.url = url("/_control/stats");
+  auto again = call(next);
+  ASSERT_TRUE(again.ok());
+  EXPECT_NE(again->body.find("\"connections\": 1"), std::string::npos) << again->body;
+}
+
 }  // namespace
 }  // namespace okna::core

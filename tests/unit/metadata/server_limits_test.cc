@@ -181,6 +181,52 @@ TEST_F(ServerTest, PipelinedRequestsAnsweredInOrder) {
   EXPECT_EQ(r2->body, "2");
 }
 
+TEST_F(ServerTest, ManyPipelinedAnswersWrittenAtOnceStayInOrder) {
+  // Answers without Nova (lookup miss: 404) are written inside the handler that read the
+  // request; the pipelined ones behind it must still come out one by one, in order.
+  lookup_.set(kNet, "127.0.0.1", LookupResult{});
+  start();
+  RawClient c(port_);
+  std::string burst;
+  for (int i = 0; i < 300; ++i) burst += getRequest("/latest/" + std::to_string(i));
+  ASSERT_TRUE(c.send(burst));
+  for (int i = 0; i < 300; ++i) {
+    auto r = c.read();
+    ASSERT_TRUE(r) << "answer " << i;
+    EXPECT_EQ(r->status, 404);
+  }
+  // Still the same open connection.
+  ASSERT_TRUE(c.send(getRequest("/latest/again")));
+  auto r = c.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_EQ(metric("okna_metadata_requests_total{code=\"404\"}"), 301);
+}
+
+TEST_F(ServerTest, AnAnswerLargerThanTheSocketTakesIsWrittenWholeThenKeepAliveGoesOn) {
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(getRequest("/big")));
+  auto p = nextNova();
+  ASSERT_TRUE(p);
+  // Far more than a socket's send buffer: the rest is written as the client reads.
+  std::string big(8 << 20, 'x');
+  for (std::size_t i = 0; i < big.size(); i += 4096) big[i] = static_cast<char>('a' + i % 26);
+  answer(p, 200, big, "text/plain");
+  auto r = c.read(std::chrono::seconds(30));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_TRUE(r->body == big) << "body differs; got " << r->body.size() << " bytes";
+  ASSERT_TRUE(c.send(getRequest("/next")));
+  p = nextNova();
+  ASSERT_TRUE(p);
+  answer(p, 200, "small");
+  r = c.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, "small");
+  EXPECT_EQ(connections(), 1u);
+}
+
 TEST_F(ServerTest, Http10ClosesAfterTheAnswer) {
   start();
   RawClient c(port_);
