@@ -13,13 +13,16 @@
 #   (d) agent VmRSS with 0, B+3 and S networks
 #   sudo bench/metadata/scale.sh [--batch 200] [--batch-sample 200] [--startup 1000]
 #                                [--startup-sample 20] [--keep] [--only-startup] [--rounds N]
-#   --only-startup: skip (a) and (b); --rounds N: (c) cold and warm N times.
+#                                [--startup-poll-ms 200]
+#   --only-startup: skip (a) and (b); --rounds N: (c) cold and warm N times;
+#   --startup-poll-ms: how often each sampled VM asks during (c) (its resolution).
 #   AGENT_BINS="bin1 bin2": (c) runs each binary in turn in every round (A/B on one chassis, in
 #   the same conditions); default: OKNA_AGENT_BIN or the build's agent.
 set -uo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 batch=200 batch_sample=200 startup=1000 startup_sample=20 keep=0 only_startup=0 rounds=1
+startup_poll_ms=200
 while (($#)); do
   case "$1" in
     --batch) batch=$2; shift 2 ;;
@@ -29,6 +32,7 @@ while (($#)); do
     --keep) keep=1; shift ;;
     --only-startup) only_startup=1; shift ;;
     --rounds) rounds=$2; shift 2 ;;
+    --startup-poll-ms) startup_poll_ms=$2; shift 2 ;;
     *) usage ;;
   esac
 done
@@ -37,9 +41,10 @@ need_root
 T=$(mktemp -d /tmp/okof-scale.XXXXXX)
 tag=${T##*.}
 CH=$T/chassis
-agent_pid="" agent_n=0 monitor=""
+agent_pid="" agent_n=0 monitor="" watcher=""
 cleanup() {
   [[ -n "$monitor" ]] && kill "$monitor" 2>/dev/null
+  [[ -n "$watcher" ]] && kill "$watcher" 2>/dev/null
   stop_agent
   "$NG" stop "$T/nginx-nova"
   [[ -f "$T/agent-slot/apiserver.pid" ]] && kill "$(cat "$T/agent-slot/apiserver.pid")" 2>/dev/null
@@ -94,8 +99,6 @@ health() { # health PATH: GET on the current agent's health port
   port=$(grep -o 'serving /healthz.* on 127.0.0.1:[0-9]*' "$T/agent-$agent_n.log" 2>/dev/null | grep -o '[0-9]*$')
   [[ -n "$port" ]] && ip netns exec "$hv_ns" curl -sf "http://127.0.0.1:$port$1"
 }
-ready_ns() { health /metrics | awk '/^okna_metadata_namespaces\{state="ready"\}/ {print $2}'; }
-ready_at_least() { (($(ready_ns || echo 0) >= $1)); }
 # CPU time of each agent thread so far: "name:ms ...".
 thread_cpu() {
   local hz t out=""
@@ -126,6 +129,17 @@ delta_cpu() { # delta_cpu "BEFORE" "AFTER": per-name difference
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$agent_pid/status"; }
 bound_count() { _okof_sbctl --bare --columns=up find Port_Binding chassis="$chassis_uuid" | grep -c true; }
 bound_at_least() { (($(bound_count) >= $1)); }
+# watch OUT ARGS...: bench/metadata/watch.py in the background (pid in $watcher), for the measured
+# waits: one process, no forks, the Southbound followed by a monitor (see watch.py).
+watch() {
+  local out=$1
+  shift
+  /usr/bin/python3 "$root/bench/metadata/watch.py" --netns "$hv_ns" --agent-log "$T/agent-$agent_n.log" \
+    --sb "$OKOF_SB_REMOTE" --chassis-uuid "$chassis_uuid" "$@" >"$out" &
+  watcher=$!
+}
+# seen OUT WHAT: the epoch watch.py printed for WHAT ("readyz", "ready", "bound"), or empty.
+seen() { awk -v w="$2" '$1 == w { print $NF }' "$1"; }
 
 # add_nets N FIRST SAMPLE: N networks from index FIRST; the first SAMPLE get a real VM namespace.
 # Writes $T/plug-FIRST (ovs-vsctl args) and $T/sample-FIRST (namespace names).
@@ -174,10 +188,11 @@ out=$T/results.md
 res() { echo "$*" | tee -a "$out" >&2; }
 
 # ---------------------------------------------------------------- agent with 0 networks
-start_agent
 t0=$(now)
-wait_for 60 health /readyz || { log "agent not ready"; tail "$T/agent-1.log" >&2; exit 1; }
-res "agent start, 0 networks: /readyz 200 after $(ms "$t0" "$(now)") ms; VmRSS $(rss_kb) kB, threads $(ls /proc/$agent_pid/task | wc -l)"
+start_agent
+watch "$T/watch-0" --readyz --timeout-s 60
+wait "$watcher" || { log "agent not ready"; tail "$T/agent-1.log" >&2; exit 1; }
+res "agent start, 0 networks: /readyz 200 after $(ms "$t0" "$(seen "$T/watch-0" readyz)") ms; VmRSS $(rss_kb) kB, threads $(ls /proc/$agent_pid/task | wc -l)"
 
 nets=0
 if [[ "$only_startup" == 0 ]]; then
@@ -211,14 +226,14 @@ mapfile -t sample <"$T/sample-$nets"
 /usr/bin/python3 "$root/bench/metadata/vm_poll.py" --period-ms 50 --connect-timeout-ms 40 \
   --timeout-s 120 "${sample[@]}" >"$T/poll-$nets" 2>"$T/poll-$nets.err" &
 poll=$!
+total=$((nets + batch))
+watch "$T/watch-$nets" --bound $total --ready $total --timeout-s 120
 t_plug=$(now)
 plug $nets || exit 1
 t_plugged=$(now)
-total=$((nets + batch))
-wait_for 120 bound_at_least $total
-t_bound=$(now)
-wait_for 120 ready_at_least $total
-t_ready=$(now)
+wait "$watcher" || log "WARNING: not all bound or ready within 120 s"
+t_bound=$(seen "$T/watch-$nets" bound)
+t_ready=$(seen "$T/watch-$nets" ready)
 wait $poll
 t_last=$(tail -n1 "$T/poll-$nets" | cut -d' ' -f2)
 res "(b) $batch networks plugged at once (ovs-vsctl took $(ms "$t_plug" "$t_plugged") ms): all bound (SB) +$(ms "$t_plug" "$t_bound") ms, agent ready=$total +$(ms "$t_plug" "$t_ready") ms, $(wc -l <"$T/poll-$nets")/${#sample[@]} VMs answered, the last +$(ms "$t_plug" "${t_last:-0}") ms (first +$(ms "$t_plug" "$(head -n1 "$T/poll-$nets" | cut -d' ' -f2)") ms)"
@@ -257,6 +272,24 @@ remove_metadata() {
   taps_gone() { ! _okof_hv_ip -br link | grep -qE "^tap($(ls "$CH/net" | cut -c1-10 | paste -sd'|' -))0"; }
   wait_for 120 taps_gone || log "WARNING: old metadata veths still present"
   log "removed the old ovnmeta namespaces in $(ms "$t0" "$(now)") ms"
+  settle
+}
+# settle: wait until the machine is idle, so that the kernel's teardown of the
+# namespaces just deleted (cleanup_net runs in kworkers for seconds after `ip netns del`) does not
+# run into the start being measured. At most 60 s.
+settle() {
+  local t0 a b busy
+  t0=$(now)
+  read -r _ a < <(awk '/^cpu / {print $5 + $6, $2 + $3 + $4 + $7 + $8}' /proc/stat)
+  for _ in $(seq 120); do
+    sleep 0.5 # sampling period of an idleness check, not a synchronisation
+    read -r _ b < <(awk '/^cpu / {print $5 + $6, $2 + $3 + $4 + $7 + $8}' /proc/stat)
+    busy=$((b - a))
+    a=$b
+    # busy jiffies in 0.5 s, all CPUs: below 20 (of 100 on 2 CPUs at 100 Hz) counts as idle
+    ((busy < 20)) && break
+  done
+  log "machine idle after $(ms "$t0" "$(now)") ms"
 }
 # The starts take seconds: 100 ms resolution, and the harness' forks stay out of the way.
 poll_period=0.1
@@ -268,12 +301,17 @@ for round in $(seq "$rounds"); do
     ((${#bins[@]} > 1 || rounds > 1)) && res "(c) round $round, agent $bin"
     for mode in cold warm; do
       [[ $mode == warm ]] && stop_agent
-      /usr/bin/python3 "$root/bench/metadata/vm_poll.py" --period-ms 50 --connect-timeout-ms 40 \
-        --timeout-s 180 "${sample[@]}" >"$T/poll-$mode" 2>"$T/poll-$mode.err" &
+      # The sampled VMs ask every $startup_poll_ms ms (cloud-init retries about once a second):
+      # each attempt before the flows exist is an upcall in ovs-vswitchd, and 223 VMs at 50 ms
+      # were ~4,500 upcalls a second taken from the start being measured.
+      /usr/bin/python3 "$root/bench/metadata/vm_poll.py" --period-ms "$startup_poll_ms" \
+        --connect-timeout-ms $((startup_poll_ms * 3 / 4)) --timeout-s 180 "${sample[@]}" \
+        >"$T/poll-$mode" 2>"$T/poll-$mode.err" &
       poll=$!
       cpu0=$(daemon_cpu)
       t0=$(now)
       start_agent
+      watch "$T/watch-$mode" --readyz --ready "$nets" --timeout-s 180
       perf_pid=""
       if [[ -n "${PERF_SECONDS:-}" ]]; then  # a CPU profile of the agent's start (perf record -g)
         # perf -p follows only the threads that exist when it attaches: wait for all three.
@@ -290,12 +328,12 @@ for round in $(seq "$rounds"); do
            sleep 0.02
          done >"$T/samples-$mode") & sampler=$!
       fi
-      wait_for 180 health /readyz
-      t_readyz=$(now)
-      wait_for 180 ready_at_least $nets
-      t_ready=$(now)
+      wait "$watcher" || log "WARNING: the agent was not ready within 180 s"
+      t_readyz=$(seen "$T/watch-$mode" readyz)
+      t_ready=$(seen "$T/watch-$mode" ready)
       res "(c) $mode start: agent CPU by thread at ready (ms, user+sys): $(thread_cpu)"
-      res "(c) $mode start: other CPU from start to ready (ms): $(delta_cpu "$cpu0" "$(daemon_cpu)")"
+      cpu_ready=$(daemon_cpu)
+      res "(c) $mode start: other CPU from start to ready (ms): $(delta_cpu "$cpu0" "$cpu_ready")"
       [[ -n "$perf_pid" ]] && wait "$perf_pid" && log "profile: /tmp/okof-scale-perf-$mode.data"
       if [[ -n "$sampler" ]]; then
         kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
@@ -304,6 +342,8 @@ for round in $(seq "$rounds"); do
       fi
       wait $poll
       t_last=$(tail -n1 "$T/poll-$mode" | cut -d' ' -f2)
+      res "(c) $mode start: other CPU from ready to the last sampled VM's answer (ms): $(delta_cpu "$cpu_ready" "$(daemon_cpu)")"
+      res "(c) $mode start: sampled VMs answered by +s from start: $(awk -v t0="$t0" '{ n++; s = int($2 - t0); c[s]++ } END { for (k in c) printf "%d:%d ", k, c[k] }' "$T/poll-$mode" | tr ' ' '\n' | sort -n | paste -sd' ' -)"
       res "(c) $mode start with $nets networks: /readyz 200 +$(ms "$t0" "$t_readyz") ms, ready=$nets (metrics) +$(ms "$t0" "$t_ready") ms, $(wc -l <"$T/poll-$mode")/${#sample[@]} sampled VMs answered, the last +$(ms "$t0" "${t_last:-0}") ms"
       res "(d) VmRSS with $nets namespaces ($mode start): $(rss_kb) kB, threads $(ls /proc/$agent_pid/task | wc -l)"
     done
