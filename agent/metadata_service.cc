@@ -61,11 +61,18 @@ void MetadataService::onSnapshot(const ovsdb::Snapshot& snapshot) {
     const auto it = snapshot.ovs->externalIds.find("ovn-bridge");
     bridge_ = it == snapshot.ovs->externalIds.end() ? "br-int" : it->second;
     const auto b = snapshot.ovs->bridges.find(bridge_);
-    bridgePorts_.set(b == snapshot.ovs->bridges.end()
-                         ? std::set<std::string>{}
-                         : std::set<std::string>(b->second.ports.begin(), b->second.ports.end()));
+    std::set<std::string> ports;
+    std::set<std::string> created;
+    if (b != snapshot.ovs->bridges.end()) {
+      ports.insert(b->second.ports.begin(), b->second.ports.end());
+      for (const auto& port : ports)
+        if (!b->second.pendingPorts.count(port) && !b->second.failedPorts.count(port))
+          created.insert(port);
+    }
+    bridgePorts_.set(std::move(ports));
+    createdPorts_.set(std::move(created));
   }
-  reconciler_.update(snapshot.sb.metadata, bridge_, bridgePorts_);
+  reconciler_.update(snapshot.sb.metadata, bridge_, bridgePorts_, createdPorts_);
 }
 
 core::Result<metadata::Plumbing::Ensured> MetadataService::ensure(

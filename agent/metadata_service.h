@@ -70,11 +70,12 @@ class MetadataService : private metadata::Plumbing,
   netns::Worker worker_;
   metadata::MetadataServer server_;
   metadata::Reconciler reconciler_;
-  // The integration bridge's ports as last seen (list as in the snapshot, and as a set).
   // The OVS replica the bridge's ports were last taken from (shared: unchanged = same value).
   core::SharedValue<ovsdb::ObservedOvs> lastOvs_;
   std::string bridge_;
+  // The integration bridge's ports in the database, and those of them ovs-vswitchd has created.
   core::SharedValue<std::set<std::string>> bridgePorts_;
+  core::SharedValue<std::set<std::string>> createdPorts_;
   bool stopped_ = false;
 };
 

@@ -92,7 +92,8 @@ void Reconciler::setActive(bool active) {
 }
 
 void Reconciler::update(const ovsdb::SbMetadataView& view, const std::string& integrationBridge,
-                        const core::SharedValue<std::set<std::string>>& bridgePorts) {
+                        const core::SharedValue<std::set<std::string>>& bridgePorts,
+                        const core::SharedValue<std::set<std::string>>& createdPorts) {
   if (!*alive_) return;
   const std::string bridge = integrationBridge.empty() ? "br-int" : integrationBridge;
   if (bridge != bridge_) {
@@ -106,6 +107,10 @@ void Reconciler::update(const ovsdb::SbMetadataView& view, const std::string& in
     // A port being re-plugged goes back in once ovs-vswitchd has dropped the old one.
     for (auto& [id, st] : networks_)
       if (st.replug && st.applied && !bridgePorts_->count(st.applied->hostIface)) st.replug = false;
+  }
+  if (createdPorts != createdPorts_) {
+    createdPorts_ = createdPorts;
+    healthDirty_ = true;
   }
   if (!verifyScheduled_) scheduleVerify();
   const bool synced = view.enabled && view.synced;
@@ -482,7 +487,10 @@ void Reconciler::updateHealth() {
     } else if (missing.size() < 5) {
       std::string why = " (setting up)";
       if (it != networks_.end() && isSetUp(network, it->second))
-        why = " (" + network.hostIface + " not yet on " + bridge_ + ")";
+        why = " (" + network.hostIface +
+              (bridgePorts_->count(network.hostIface)
+                   ? " on " + bridge_ + ", not yet created by ovs-vswitchd)"
+                   : " not yet on " + bridge_ + ")");
       else if (it != networks_.end() && !it->second.lastError.empty())
         why = " (" + it->second.lastError + ")";
       missing.push_back(network.namespaceName + why);
@@ -530,8 +538,10 @@ bool Reconciler::isSetUp(const NetworkPlan& planned, const NetworkState& st) con
 }
 
 bool Reconciler::isServing(const NetworkPlan& planned, const NetworkState& st) const {
-  // Listening is not enough: a VM reaches the namespace only through its port on the bridge.
-  return isSetUp(planned, st) && !st.replug && bridgePorts_->count(planned.hostIface) != 0;
+  // Listening is not enough: a VM reaches the namespace only through its port on the bridge,
+  // once ovs-vswitchd has created it.
+  return isSetUp(planned, st) && !st.replug && bridgePorts_->count(planned.hostIface) != 0 &&
+         createdPorts_->count(planned.hostIface) != 0;
 }
 
 std::set<std::string> Reconciler::readyNetworks() const {

@@ -111,10 +111,19 @@ class Reconciler {
   bool active() const { return active_; }
   /** Whether the Southbound metadata rows are still needed (active, or namespaces remain). */
   bool wantsSouthbound() const { return active_ || !networks_.empty(); }
-  /** A new Southbound view, the integration bridge name and the ports now on that bridge (from
-   *  the IDL thread's snapshot; shared, so that an unchanged set costs no comparison). */
+  /** A new Southbound view, the integration bridge name, the ports now on that bridge in the
+   *  database and those of them ovs-vswitchd has created (ofport set; from the IDL thread's
+   *  snapshot; shared, so that an unchanged set costs no comparison). A network serves once
+   *  its port is created: in the database alone, no packet reaches it yet (during a cold start
+   *  with 1,000 networks ovs-vswitchd creates the ports seconds after they are written). */
   void update(const ovsdb::SbMetadataView& view, const std::string& integrationBridge,
-              const core::SharedValue<std::set<std::string>>& bridgePorts);
+              const core::SharedValue<std::set<std::string>>& bridgePorts,
+              const core::SharedValue<std::set<std::string>>& createdPorts);
+  /** The same, every port in the database taken as created (tests without ovs-vswitchd). */
+  void update(const ovsdb::SbMetadataView& view, const std::string& integrationBridge,
+              const core::SharedValue<std::set<std::string>>& bridgePorts) {
+    update(view, integrationBridge, bridgePorts, bridgePorts);
+  }
   void stop();
 
   /** The client IP's port in that network: 0, 1 or several matches. */
@@ -182,6 +191,7 @@ class Reconciler {
   bool active_ = false;
   std::string bridge_ = "br-int";
   core::SharedValue<std::set<std::string>> bridgePorts_;
+  core::SharedValue<std::set<std::string>> createdPorts_;
   MetadataPlan plan_;
   std::uint64_t viewVersion_ = ~0ULL;
   bool viewSynced_ = false;

@@ -11,6 +11,7 @@
 // with TRY_AGAIN and the diff is recomputed from the new value.
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct ObservedBridge {
   // Ports with an Interface that ovs-vswitchd failed to create: port -> why (Interface.error,
   // or "ofport -1").
   std::map<std::string, std::string> failedPorts = {};
+  // Ports with an Interface ovs-vswitchd has not numbered yet (no ofport): in the database but
+  // not yet in the datapath. Empty at rest; a burst of new ports passes through it.
+  std::set<std::string> pendingPorts = {};
   bool operator==(const ObservedBridge&) const = default;
 };
 

@@ -34,6 +34,8 @@ ObservedOvs readObserved(okna_ovs_idl* idl) {
           b.failedPorts[port] = error;
         } else if (hasOfport && ofport == -1) {
           b.failedPorts[port] = "ofport -1 (ovs-vswitchd could not add it)";
+        } else if (!hasOfport) {
+          b.pendingPorts.insert(port);
         }
       },
       &o);

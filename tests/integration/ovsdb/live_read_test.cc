@@ -12,7 +12,7 @@ namespace {
 
 using okna::testing::OvsdbServer;
 
-TEST(LiveReadTest, ObservesKeysBridgesPortsAndFailedInterfaces) {
+TEST(LiveReadTest, ObservesKeysBridgesPortsFailedAndPendingInterfaces) {
   OKNA_SKIP_WITHOUT_OVSDB(OvsdbServer::Kind::OpenVSwitch);
   OvsdbServer ovs(OvsdbServer::Kind::OpenVSwitch);
   ovs.vsctl({"add-br", "br-int", "--", "set", "Bridge", "br-int", "datapath_type=netdev"});
@@ -22,6 +22,10 @@ TEST(LiveReadTest, ObservesKeysBridgesPortsAndFailedInterfaces) {
              R"x(error="could not open network device tap-gone (No such device)")x"});
   ovs.vsctl({"add-port", "br-int", "tap-noofport", "--", "set", "Interface", "tap-noofport",
              "ofport=-1"});
+  // Numbered (created in the datapath), and written but not yet numbered.
+  ovs.vsctl(
+      {"add-port", "br-int", "tap-created", "--", "set", "Interface", "tap-created", "ofport=7"});
+  ovs.vsctl({"add-port", "br-int", "tap-pending"});
 
   auto observed = readObservedOnce(ovs.remote(), std::chrono::seconds(10));
   ASSERT_TRUE(observed.ok()) << observed.error().message;
@@ -34,6 +38,8 @@ TEST(LiveReadTest, ObservesKeysBridgesPortsAndFailedInterfaces) {
             "could not open network device tap-gone (No such device)");
   EXPECT_EQ(br.failedPorts.at("tap-noofport"), "ofport -1 (ovs-vswitchd could not add it)");
   EXPECT_EQ(br.failedPorts.count("br-int"), 0u) << "the bridge's own port has no error";
+  // No ovs-vswitchd numbers the bridge's own port here either.
+  EXPECT_EQ(br.pendingPorts, (std::set<std::string>{"br-int", "tap-pending"}));
 }
 
 }  // namespace

@@ -216,6 +216,32 @@ TEST_F(ReconcilerTest, SetsUpServesAndPlugsANetwork) {
   EXPECT_FALSE(ready());
 }
 
+TEST_F(ReconcilerTest, ServesOnlyOnceOvsVswitchdHasCreatedThePort) {
+  r_->setActive(true);
+  r_->update(view({"net-a"}), "br-int", ports({}));
+  settle();
+  ASSERT_EQ(ovs_.ports, (std::map<std::string, std::string>{{"tapnet-a0", "md-net-a"}}));
+  // The port is in the database (the agent's write read back), not yet numbered by
+  // ovs-vswitchd: no packet reaches the namespace yet.
+  r_->update(lastView_, "br-int", ports({"tapnet-a0"}), ports({}));
+  settle();
+  EXPECT_FALSE(ready());
+  EXPECT_TRUE(r_->readyNetworks().empty());
+  EXPECT_EQ(r_->debugJson()["networks"][0]["state"], "plugging");
+  bool said = false;
+  for (const auto& c : health_.readiness())
+    if (c.name == "metadata")
+      said = c.detail.find("tapnet-a0 on br-int, not yet created by ovs-vswitchd") !=
+             std::string::npos;
+  EXPECT_TRUE(said);
+  // Kept in the wanted ports meanwhile: nothing is unplugged or re-added.
+  EXPECT_EQ(ovs_.ports, (std::map<std::string, std::string>{{"tapnet-a0", "md-net-a"}}));
+  r_->update(lastView_, "br-int", ports({"tapnet-a0"}), ports({"tapnet-a0"}));
+  settle();
+  EXPECT_TRUE(ready());
+  EXPECT_EQ(r_->debugJson()["networks"][0]["state"], "serving");
+}
+
 TEST_F(ReconcilerTest, ABurstOfSetUpsIsPluggedInOneGoAndALoneOneAtOnce) {
   make(std::chrono::milliseconds(40));
   r_->setActive(true);
