@@ -169,6 +169,12 @@ class ReconcilerTest : public ::testing::Test {
       if (c.name == "metadata") return c.ok;
     return false;
   }
+  // What /readyz?verbose says about metadata.
+  std::string readinessDetail() const {
+    for (const auto& c : health_.readiness())
+      if (c.name == "metadata") return c.detail;
+    return "";
+  }
 
   boost::asio::io_context io_;
   testing::ManualClock clock_{io_};
@@ -201,11 +207,8 @@ TEST_F(ReconcilerTest, SetsUpServesAndPlugsANetwork) {
   EXPECT_FALSE(ready());
   EXPECT_TRUE(r_->readyNetworks().empty());
   EXPECT_EQ(r_->debugJson()["networks"][0]["state"], "plugging");
-  bool said = false;
-  for (const auto& c : health_.readiness())
-    if (c.name == "metadata")
-      said = c.detail.find("tapnet-a0 not yet on br-int") != std::string::npos;
-  EXPECT_TRUE(said);
+  EXPECT_NE(readinessDetail().find("tapnet-a0 not yet on br-int"), std::string::npos)
+      << readinessDetail();
   plug();
   EXPECT_TRUE(ready());
   EXPECT_EQ(r_->readyNetworks(), (std::set<std::string>{"net-a"}));
@@ -228,12 +231,9 @@ TEST_F(ReconcilerTest, ServesOnlyOnceOvsVswitchdHasCreatedThePort) {
   EXPECT_FALSE(ready());
   EXPECT_TRUE(r_->readyNetworks().empty());
   EXPECT_EQ(r_->debugJson()["networks"][0]["state"], "plugging");
-  bool said = false;
-  for (const auto& c : health_.readiness())
-    if (c.name == "metadata")
-      said = c.detail.find("tapnet-a0 on br-int, not yet created by ovs-vswitchd") !=
-             std::string::npos;
-  EXPECT_TRUE(said);
+  EXPECT_NE(readinessDetail().find("tapnet-a0 on br-int, not yet created by ovs-vswitchd"),
+            std::string::npos)
+      << readinessDetail();
   // Kept in the wanted ports meanwhile: nothing is unplugged or re-added.
   EXPECT_EQ(ovs_.ports, (std::map<std::string, std::string>{{"tapnet-a0", "md-net-a"}}));
   r_->update(lastView_, "br-int", ports({"tapnet-a0"}), ports({"tapnet-a0"}));
@@ -404,10 +404,7 @@ TEST_F(ReconcilerTest, AFailedEnsureIsRetriedAndShownInReadiness) {
   r_->update(view({"net-a"}), "br-int", ports({}));
   settle();
   EXPECT_FALSE(ready());
-  bool mentioned = false;
-  for (const auto& c : health_.readiness())
-    if (c.name == "metadata") mentioned = c.detail.find("netlink: boom") != std::string::npos;
-  EXPECT_TRUE(mentioned);
+  EXPECT_NE(readinessDetail().find("netlink: boom"), std::string::npos) << readinessDetail();
   plumbing_.failEnsure = false;
   // Retried after the first backoff (retryMin), not before.
   live(std::chrono::milliseconds(99));
