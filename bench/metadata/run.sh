@@ -13,6 +13,8 @@
 #
 # --repeat N: N rounds, the cases interleaved in each round (so a busy moment of the shared
 # machine hits all of them alike); the table shows the median run by req/s, with min-max.
+# TRACE_REQUESTS=N (environment): before each c=1 run, N requests timed one by one
+# (latency_trace.py), its summary logged: shows whether slow requests come in bursts.
 # --sb-load: before each level, sb_load.py fills the OVN DBs up to that many VIF Port_Bindings
 # bound to other (fake) chassis in other datapaths, then every case runs again (measure 4).
 #
@@ -212,6 +214,12 @@ measure() {
     note=""
     raw=$T/wrk-$case-$level-c$c-r$round.txt
     load1=$(cut -d' ' -f1 /proc/loadavg)
+    if [[ -n "${TRACE_REQUESTS:-}" && "$c" == 1 ]]; then
+      # Per-request timings before wrk (latency_trace.py): where wrk gives percentiles only.
+      ip netns exec "$vm_ns" /usr/bin/python3 "$root/bench/metadata/latency_trace.py" \
+        --requests "$TRACE_REQUESTS" >"$raw.trace" 2>&1
+      log "$case sb=$level trace: $(head -n1 "$raw.trace")"
+    fi
     ip netns exec "$vm_ns" wrk -t1 -c"$c" -d"${duration}s" --latency "$url" >"$raw" 2>&1
     if [[ "$case" == agent ]] && agent_pid_alive; then
       # Its threads after the run and its peak RSS since it started (VmHWM).
