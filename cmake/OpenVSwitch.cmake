@@ -8,12 +8,15 @@
 #      (SSL on, libcap-ng/unbound/unwind/AF_XDP/DPDK/USDT off, -fPIC, CFLAGS=-O2 -g0),
 #   3. builds only lib/libopenvswitch.la (+ the generated headers it needs, which include the
 #      Open_vSwitch IDL lib/vswitch-idl.{c,h}: it is compiled into libopenvswitch already),
-#   4. generates the OVN_Southbound IDL (okna/ovn-sb-idl.{c,h}) with OVS's own ovsdb-idlc and
-#      OVS's own Makefile rules (annotate + c-idl-source/c-idl-header), see ovsdb/okna-ovs.mk.
+#   4. generates the OVN_Southbound IDL (okna/ovn-sb-idl.{c,h}) and a trimmed Open_vSwitch IDL
+#      (okna/okna-vswitch-idl.{c,h}, prefix vsrec_: only the columns the agent uses, see
+#      ovsdb/vswitch-idl.ann) with OVS's own ovsdb-idlc and OVS's own Makefile rules (annotate +
+#      c-idl-source/c-idl-header), see ovsdb/okna-ovs.mk.
 #
 # Targets:
 #   ovs::openvswitch  imported static libopenvswitch.a + its link deps; SYSTEM include dirs
 #   ovs::sb_idl       static library with the generated OVN_Southbound IDL (sbrec_*)
+#   ovs::vswitch_idl  static library with the generated, trimmed Open_vSwitch IDL (vsrec_*)
 # Variables:
 #   OVS_SOURCE_DIR, OVS_BUILD_DIR, OVS_SB_IDL_DIR, OVS_VSWITCH_SCHEMA, OVN_SB_SCHEMA
 #
@@ -32,6 +35,8 @@ set(OVN_SB_SCHEMA "/usr/share/ovn/ovn-sb.ovsschema" CACHE FILEPATH
     "OVN_Southbound schema the SB IDL is generated from (Debian package ovn-common)")
 set(OVS_SB_IDL_ANNOTATION "${CMAKE_CURRENT_LIST_DIR}/../ovsdb/ovn-sb-idl.ann" CACHE FILEPATH
     "ovsdb-idlc annotation file for the OVN_Southbound IDL")
+set(OVS_VSWITCH_IDL_ANNOTATION "${CMAKE_CURRENT_LIST_DIR}/../ovsdb/vswitch-idl.ann" CACHE FILEPATH
+    "ovsdb-idlc annotation file for the agent's trimmed Open_vSwitch IDL")
 get_filename_component(OVS_SB_IDL_ANNOTATION "${OVS_SB_IDL_ANNOTATION}" ABSOLUTE)
 get_filename_component(_ovs_mk "${CMAKE_CURRENT_LIST_DIR}/../ovsdb/okna-ovs.mk" ABSOLUTE)
 set(OVS_BUILD_JOBS 2 CACHE STRING "make -j for libopenvswitch when the generator is not Make")
@@ -40,7 +45,7 @@ set(OVS_BUILD_JOBS 2 CACHE STRING "make -j for libopenvswitch when the generator
 set(OKNA_OVS_FROM "" CACHE PATH
     "A build tree whose libopenvswitch (<tree>/openvswitch) this one reuses; built first")
 
-foreach(_f IN ITEMS OVS_TARBALL OVN_SB_SCHEMA OVS_SB_IDL_ANNOTATION)
+foreach(_f IN ITEMS OVS_TARBALL OVN_SB_SCHEMA OVS_SB_IDL_ANNOTATION OVS_VSWITCH_IDL_ANNOTATION)
   if(NOT EXISTS "${${_f}}")
     message(FATAL_ERROR "${_f}=${${_f}} does not exist. Install the Debian packages "
                         "openvswitch-source and ovn-common (packaging/install-deps.sh).")
@@ -90,7 +95,8 @@ else()
 endif()
 
 if(OKNA_OVS_FROM)
-  foreach(_f IN ITEMS "${OVS_LIBRARY}" "${OVS_SB_IDL_DIR}/ovn-sb-idl.c" "${OVS_BUILD_DIR}/config.h")
+  foreach(_f IN ITEMS "${OVS_LIBRARY}" "${OVS_SB_IDL_DIR}/ovn-sb-idl.c"
+                  "${OVS_SB_IDL_DIR}/okna-vswitch-idl.c" "${OVS_BUILD_DIR}/config.h")
     if(NOT EXISTS "${_f}")
       message(FATAL_ERROR "OKNA_OVS_FROM=${OKNA_OVS_FROM}: ${_f} is missing; build that tree "
                           "first (cmake --build ${OKNA_OVS_FROM} --target openvswitch_ep)")
@@ -117,17 +123,19 @@ ExternalProject_Add(openvswitch_ep
     COMMAND ${OVS_MAKE} -s -f Makefile -f "${_ovs_mk}" okna-check-libs
   BUILD_COMMAND ${_ovs_make} -f Makefile -f "${_ovs_mk}"
     okna-all "OKNA_SB_SCHEMA=${OVN_SB_SCHEMA}" "OKNA_SB_ANN=${OVS_SB_IDL_ANNOTATION}"
+    "OKNA_VSWITCH_ANN=${OVS_VSWITCH_IDL_ANNOTATION}"
   INSTALL_COMMAND ""
   TEST_COMMAND ""
   BUILD_BYPRODUCTS
     "${OVS_LIBRARY}" "${OVS_AVX512_LIBRARY}"
     "${OVS_BUILD_DIR}/lib/vswitch-idl.h" "${OVS_BUILD_DIR}/lib/vswitch-idl.c"
     "${OVS_SB_IDL_DIR}/ovn-sb-idl.h" "${OVS_SB_IDL_DIR}/ovn-sb-idl.c"
+    "${OVS_SB_IDL_DIR}/okna-vswitch-idl.h" "${OVS_SB_IDL_DIR}/okna-vswitch-idl.c"
   # Output goes to <build>/openvswitch/stamp/openvswitch_ep-<step>-{out,err}.log, shown on failure.
   LOG_DOWNLOAD ON LOG_CONFIGURE ON LOG_BUILD ON LOG_OUTPUT_ON_FAILURE ON)
-# Re-run the build step (= regenerate the SB IDL only) when its inputs change.
+# Re-run the build step (= regenerate the IDLs only) when their inputs change.
 ExternalProject_Add_StepDependencies(openvswitch_ep build
-  "${OVN_SB_SCHEMA}" "${OVS_SB_IDL_ANNOTATION}" "${_ovs_mk}")
+  "${OVN_SB_SCHEMA}" "${OVS_SB_IDL_ANNOTATION}" "${OVS_VSWITCH_IDL_ANNOTATION}" "${_ovs_mk}")
 endif()
 
 set(OVS_INCLUDE_DIRS
@@ -153,13 +161,17 @@ set_target_properties(ovs::openvswitch PROPERTIES
     "${OVS_AVX512_LIBRARY};OpenSSL::SSL;OpenSSL::Crypto;Threads::Threads;atomic;rt;m")
 add_dependencies(ovs::openvswitch openvswitch_ep)
 
-# OVN_Southbound IDL: generated C compiled as C (OVS's own flags, not the project's -Werror set).
-set_source_files_properties("${OVS_SB_IDL_DIR}/ovn-sb-idl.c" PROPERTIES GENERATED TRUE)
-add_library(okna_ovs_sb_idl STATIC "${OVS_SB_IDL_DIR}/ovn-sb-idl.c")
-add_library(ovs::sb_idl ALIAS okna_ovs_sb_idl)
-set_target_properties(okna_ovs_sb_idl PROPERTIES
-  C_STANDARD 99 C_EXTENSIONS ON POSITION_INDEPENDENT_CODE ON)
-target_compile_options(okna_ovs_sb_idl PRIVATE -w)   # generated code, not ours
-target_include_directories(okna_ovs_sb_idl SYSTEM PUBLIC "${OVS_SB_IDL_DIR}")
-target_link_libraries(okna_ovs_sb_idl PUBLIC ovs::openvswitch)
-add_dependencies(okna_ovs_sb_idl openvswitch_ep)
+# The generated IDLs compiled as C (OVS's own flags, not the project's -Werror set).
+function(okna_generated_idl target alias source)
+  set_source_files_properties("${source}" PROPERTIES GENERATED TRUE)
+  add_library(${target} STATIC "${source}")
+  add_library(${alias} ALIAS ${target})
+  set_target_properties(${target} PROPERTIES
+    C_STANDARD 99 C_EXTENSIONS ON POSITION_INDEPENDENT_CODE ON)
+  target_compile_options(${target} PRIVATE -w)   # generated code, not ours
+  target_include_directories(${target} SYSTEM PUBLIC "${OVS_SB_IDL_DIR}")
+  target_link_libraries(${target} PUBLIC ovs::openvswitch)
+  add_dependencies(${target} openvswitch_ep)
+endfunction()
+okna_generated_idl(okna_ovs_sb_idl ovs::sb_idl "${OVS_SB_IDL_DIR}/ovn-sb-idl.c")
+okna_generated_idl(okna_ovs_vswitch_idl ovs::vswitch_idl "${OVS_SB_IDL_DIR}/okna-vswitch-idl.c")

@@ -87,6 +87,7 @@ ObservedBridgeIfaceIds readIfaceIds(okna_ovs_idl* idl, const std::string& bridge
           (*static_cast<ObservedBridgeIfaceIds*>(ctx))[port][k] = v;
       },
       &ids);
+  std::erase_if(ids, [](const auto& port) { return !marksTheAgentsPort(port.second); });
   return ids;
 }
 

@@ -23,6 +23,10 @@ std::string valueOf(const std::map<std::string, std::string>& m, const std::stri
 
 }  // namespace
 
+bool marksTheAgentsPort(const std::map<std::string, std::string>& ids) {
+  return valueOf(ids, kMetadataPortMarkKey) == kMetadataPortMarkValue;
+}
+
 std::vector<OvsOp> diffMetadataPorts(const DesiredMetadataOvs& desired, const ObservedOvs& observed,
                                      const ObservedBridgeIfaceIds& ifaceIds) {
   std::vector<OvsOp> ops;
@@ -48,8 +52,7 @@ std::vector<OvsOp> diffMetadataPorts(const DesiredMetadataOvs& desired, const Ob
   if (desired.prune) {
     for (const auto& [port, ids] : ifaceIds) {
       if (desired.ports.count(port) || !isPresent(port)) continue;
-      if (valueOf(ids, kMetadataPortMarkKey) == kMetadataPortMarkValue)
-        ops.push_back({OvsOp::Kind::DeletePort, desired.bridge, port, ""});
+      if (marksTheAgentsPort(ids)) ops.push_back({OvsOp::Kind::DeletePort, desired.bridge, port, ""});
     }
   }
   return ops;

@@ -82,8 +82,15 @@ struct DesiredMetadataOvs {
   bool operator==(const DesiredMetadataOvs&) const = default;
 };
 
-/** The observed Interface external_ids of each port of the integration bridge. */
+/** The observed Interface external_ids of the integration bridge's ports that carry the agent's
+ *  mark (see marksTheAgentsPort). */
 using ObservedBridgeIfaceIds = std::map<std::string, std::map<std::string, std::string>>;
+
+/** Whether a port's interface ids must be observed: only when they carry the agent's mark. The
+ *  diff treats a port whose ids are not observed exactly like an unmarked one (it is re-marked
+ *  if wanted, never pruned), so the IDL thread keeps no copy of the others' (on a hypervisor:
+ *  every VM's iface-id, attached-mac, vm-uuid, ... of ovn-controller and Nova). */
+bool marksTheAgentsPort(const std::map<std::string, std::string>& ids);
 
 /** Ops that make `observedPorts` (the bridge's ports and their interface ids) what `desired`
  *  says. No op when the bridge does not exist (ovn-controller creates it). */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/vswitch-idl.h"
+#include "okna-vswitch-idl.h"
 #include "openvswitch/poll-loop.h"
 #include "ovn-sb-idl.h"
 #include "ovs_idl_glue_private.h"
@@ -49,20 +49,21 @@ okna_ovs_idl* okna_ovs_idl_open_chassis(const char* remote) {
     return NULL;
   }
   okna_ovs_idl* h = xzalloc(sizeof *h);
-  h->idl = ovsdb_idl_create(remote, &ovsrec_idl_class, false, true);
-  ovsdb_idl_add_column(h->idl, &ovsrec_open_vswitch_col_external_ids);
-  ovsdb_idl_add_column(h->idl, &ovsrec_open_vswitch_col_bridges);
-  ovsdb_idl_add_column(h->idl, &ovsrec_bridge_col_name);
-  ovsdb_idl_add_column(h->idl, &ovsrec_bridge_col_datapath_type);
-  ovsdb_idl_add_column(h->idl, &ovsrec_bridge_col_ports);
-  ovsdb_idl_add_column(h->idl, &ovsrec_port_col_name);
-  ovsdb_idl_add_column(h->idl, &ovsrec_port_col_interfaces);
-  ovsdb_idl_add_column(h->idl, &ovsrec_interface_col_name);
-  ovsdb_idl_add_column(h->idl, &ovsrec_interface_col_type);
-  ovsdb_idl_add_column(h->idl, &ovsrec_interface_col_external_ids);
+  okna_glue_leave_large_maps_unparsed();
+  h->idl = ovsdb_idl_create(remote, &vsrec_idl_class, false, true);
+  ovsdb_idl_add_column(h->idl, &vsrec_open_vswitch_col_external_ids);
+  ovsdb_idl_add_column(h->idl, &vsrec_open_vswitch_col_bridges);
+  ovsdb_idl_add_column(h->idl, &vsrec_bridge_col_name);
+  ovsdb_idl_add_column(h->idl, &vsrec_bridge_col_datapath_type);
+  ovsdb_idl_add_column(h->idl, &vsrec_bridge_col_ports);
+  ovsdb_idl_add_column(h->idl, &vsrec_port_col_name);
+  ovsdb_idl_add_column(h->idl, &vsrec_port_col_interfaces);
+  ovsdb_idl_add_column(h->idl, &vsrec_interface_col_name);
+  ovsdb_idl_add_column(h->idl, &vsrec_interface_col_type);
+  ovsdb_idl_add_column(h->idl, &vsrec_interface_col_external_ids);
   /* Written by ovs-vswitchd: whether it could create the interface. */
-  ovsdb_idl_add_column(h->idl, &ovsrec_interface_col_error);
-  ovsdb_idl_add_column(h->idl, &ovsrec_interface_col_ofport);
+  ovsdb_idl_add_column(h->idl, &vsrec_interface_col_error);
+  ovsdb_idl_add_column(h->idl, &vsrec_interface_col_ofport);
   return h;
 }
 
@@ -71,27 +72,27 @@ int okna_ovs_idl_has_ever_connected(const okna_ovs_idl* h) {
 }
 
 int okna_ovs_idl_has_root(okna_ovs_idl* h) {
-  return h && ovsrec_open_vswitch_first(h->idl) != NULL;
+  return h && vsrec_open_vswitch_first(h->idl) != NULL;
 }
 
 void okna_ovs_idl_foreach_bridge(okna_ovs_idl* h, okna_ovs_bridge_cb cb, void* ctx) {
-  const struct ovsrec_open_vswitch* ovs = h ? ovsrec_open_vswitch_first(h->idl) : NULL;
+  const struct vsrec_open_vswitch* ovs = h ? vsrec_open_vswitch_first(h->idl) : NULL;
   if (!ovs || !cb) {
     return;
   }
   for (size_t i = 0; i < ovs->n_bridges; i++) {
-    const struct ovsrec_bridge* br = ovs->bridges[i];
+    const struct vsrec_bridge* br = ovs->bridges[i];
     cb(ctx, br->name, br->datapath_type ? br->datapath_type : "");
   }
 }
 
 void okna_ovs_idl_foreach_bridge_port(okna_ovs_idl* h, okna_ovs_port_cb cb, void* ctx) {
-  const struct ovsrec_open_vswitch* ovs = h ? ovsrec_open_vswitch_first(h->idl) : NULL;
+  const struct vsrec_open_vswitch* ovs = h ? vsrec_open_vswitch_first(h->idl) : NULL;
   if (!ovs || !cb) {
     return;
   }
   for (size_t i = 0; i < ovs->n_bridges; i++) {
-    const struct ovsrec_bridge* br = ovs->bridges[i];
+    const struct vsrec_bridge* br = ovs->bridges[i];
     for (size_t j = 0; j < br->n_ports; j++) {
       cb(ctx, br->name, br->ports[j]->name);
     }
@@ -99,16 +100,16 @@ void okna_ovs_idl_foreach_bridge_port(okna_ovs_idl* h, okna_ovs_port_cb cb, void
 }
 
 void okna_ovs_idl_foreach_iface_status(okna_ovs_idl* h, okna_ovs_iface_status_cb cb, void* ctx) {
-  const struct ovsrec_open_vswitch* ovs = h ? ovsrec_open_vswitch_first(h->idl) : NULL;
+  const struct vsrec_open_vswitch* ovs = h ? vsrec_open_vswitch_first(h->idl) : NULL;
   if (!ovs || !cb) {
     return;
   }
   for (size_t i = 0; i < ovs->n_bridges; i++) {
-    const struct ovsrec_bridge* br = ovs->bridges[i];
+    const struct vsrec_bridge* br = ovs->bridges[i];
     for (size_t j = 0; j < br->n_ports; j++) {
-      const struct ovsrec_port* port = br->ports[j];
+      const struct vsrec_port* port = br->ports[j];
       for (size_t k = 0; k < port->n_interfaces; k++) {
-        const struct ovsrec_interface* iface = port->interfaces[k];
+        const struct vsrec_interface* iface = port->interfaces[k];
         cb(ctx, br->name, port->name, iface->name, iface->n_ofport > 0,
            iface->n_ofport > 0 ? iface->ofport[0] : 0, iface->error ? iface->error : "");
       }
@@ -116,8 +117,8 @@ void okna_ovs_idl_foreach_iface_status(okna_ovs_idl* h, okna_ovs_iface_status_cb
   }
 }
 
-static const struct ovsrec_bridge* find_bridge(const struct ovsrec_open_vswitch* ovs,
-                                               const char* name) {
+static const struct vsrec_bridge* find_bridge(const struct vsrec_open_vswitch* ovs,
+                                              const char* name) {
   for (size_t i = 0; i < ovs->n_bridges; i++) {
     if (!strcmp(ovs->bridges[i]->name, name)) {
       return ovs->bridges[i];
@@ -126,7 +127,7 @@ static const struct ovsrec_bridge* find_bridge(const struct ovsrec_open_vswitch*
   return NULL;
 }
 
-static const struct ovsrec_port* find_port(const struct ovsrec_bridge* br, const char* name) {
+static const struct vsrec_port* find_port(const struct vsrec_bridge* br, const char* name) {
   for (size_t i = 0; i < br->n_ports; i++) {
     if (!strcmp(br->ports[i]->name, name)) {
       return br->ports[i];
@@ -153,27 +154,27 @@ static void parse_kv_list(const char* s, struct smap* map) {
 }
 
 /* A Port with one Interface of the same name, as ovs-vsctl add-port / add-br create them. */
-static struct ovsrec_port* insert_port_ids(struct ovsdb_idl_txn* txn, const char* name,
-                                           const char* iface_type, const char* iface_ids) {
-  struct ovsrec_interface* iface = ovsrec_interface_insert(txn);
-  ovsrec_interface_set_name(iface, name);
+static struct vsrec_port* insert_port_ids(struct ovsdb_idl_txn* txn, const char* name,
+                                          const char* iface_type, const char* iface_ids) {
+  struct vsrec_interface* iface = vsrec_interface_insert(txn);
+  vsrec_interface_set_name(iface, name);
   if (iface_type) {
-    ovsrec_interface_set_type(iface, iface_type);
+    vsrec_interface_set_type(iface, iface_type);
   }
   if (iface_ids && *iface_ids) {
     struct smap ids = SMAP_INITIALIZER(&ids);
     parse_kv_list(iface_ids, &ids);
-    ovsrec_interface_set_external_ids(iface, &ids);
+    vsrec_interface_set_external_ids(iface, &ids);
     smap_destroy(&ids);
   }
-  struct ovsrec_port* port = ovsrec_port_insert(txn);
-  ovsrec_port_set_name(port, name);
-  ovsrec_port_set_interfaces(port, &iface, 1);
+  struct vsrec_port* port = vsrec_port_insert(txn);
+  vsrec_port_set_name(port, name);
+  vsrec_port_set_interfaces(port, &iface, 1);
   return port;
 }
 
-static struct ovsrec_port* insert_port(struct ovsdb_idl_txn* txn, const char* name,
-                                       const char* iface_type) {
+static struct vsrec_port* insert_port(struct ovsdb_idl_txn* txn, const char* name,
+                                      const char* iface_type) {
   return insert_port_ids(txn, name, iface_type, NULL);
 }
 
@@ -185,8 +186,8 @@ struct okna_ovs_txn {
 /* New bridges of this transaction: their ports are set once, at the end. */
 struct new_bridge {
   const char* name;
-  struct ovsrec_bridge* row;
-  struct ovsrec_port** ports;
+  struct vsrec_bridge* row;
+  struct vsrec_port** ports;
   size_t n_ports;
 };
 
@@ -201,7 +202,7 @@ static struct new_bridge* find_new_bridge(struct new_bridge* nb, size_t n, const
 
 okna_ovs_txn* okna_ovs_txn_start(okna_ovs_idl* h, const okna_ovs_op* ops, size_t n_ops,
                                  int verify_external_ids, int verify_bridges, const char* comment) {
-  const struct ovsrec_open_vswitch* ovs = h ? ovsrec_open_vswitch_first(h->idl) : NULL;
+  const struct vsrec_open_vswitch* ovs = h ? vsrec_open_vswitch_first(h->idl) : NULL;
   if (!ovs) {
     return NULL;
   }
@@ -210,10 +211,10 @@ okna_ovs_txn* okna_ovs_txn_start(okna_ovs_idl* h, const okna_ovs_op* ops, size_t
     ovsdb_idl_txn_add_comment(txn, "%s", comment);
   }
   if (verify_external_ids) {
-    ovsrec_open_vswitch_verify_external_ids(ovs);
+    vsrec_open_vswitch_verify_external_ids(ovs);
   }
   if (verify_bridges) {
-    ovsrec_open_vswitch_verify_bridges(ovs);
+    vsrec_open_vswitch_verify_bridges(ovs);
   }
   struct new_bridge* nb = xcalloc(n_ops ? n_ops : 1, sizeof *nb);
   size_t n_nb = 0;
@@ -222,25 +223,25 @@ okna_ovs_txn* okna_ovs_txn_start(okna_ovs_idl* h, const okna_ovs_op* ops, size_t
     const okna_ovs_op* op = &ops[i];
     switch (op->kind) {
       case OKNA_OVS_SET_EXTERNAL_ID:
-        ovsrec_open_vswitch_update_external_ids_setkey(ovs, op->a, op->b);
+        vsrec_open_vswitch_update_external_ids_setkey(ovs, op->a, op->b);
         break;
       case OKNA_OVS_DEL_EXTERNAL_ID:
         /* The IDL drops (and warns about) a delkey the replica cannot apply. */
         if (smap_get(&ovs->external_ids, op->a)) {
-          ovsrec_open_vswitch_update_external_ids_delkey(ovs, op->a);
+          vsrec_open_vswitch_update_external_ids_delkey(ovs, op->a);
         }
         break;
       case OKNA_OVS_ADD_BRIDGE: {
         struct new_bridge* b = &nb[n_nb++];
         b->name = op->a;
-        b->row = ovsrec_bridge_insert(txn);
-        ovsrec_bridge_set_name(b->row, op->a);
+        b->row = vsrec_bridge_insert(txn);
+        vsrec_bridge_set_name(b->row, op->a);
         if (op->b && *op->b) {
-          ovsrec_bridge_set_datapath_type(b->row, op->b);
+          vsrec_bridge_set_datapath_type(b->row, op->b);
         }
         b->ports = xcalloc(n_ops + 1, sizeof *b->ports);
         b->ports[b->n_ports++] = insert_port(txn, op->a, "internal");
-        ovsrec_open_vswitch_update_bridges_addvalue(ovs, b->row);
+        vsrec_open_vswitch_update_bridges_addvalue(ovs, b->row);
         break;
       }
       case OKNA_OVS_ADD_PORT: {
@@ -249,37 +250,37 @@ okna_ovs_txn* okna_ovs_txn_start(okna_ovs_idl* h, const okna_ovs_op* ops, size_t
           b->ports[b->n_ports++] = insert_port(txn, op->b, NULL);
           break;
         }
-        const struct ovsrec_bridge* br = find_bridge(ovs, op->a);
+        const struct vsrec_bridge* br = find_bridge(ovs, op->a);
         if (!br) {
           ok = 0;
           break;
         }
-        ovsrec_bridge_verify_ports(br);
-        ovsrec_bridge_update_ports_addvalue(br, insert_port(txn, op->b, NULL));
+        vsrec_bridge_verify_ports(br);
+        vsrec_bridge_update_ports_addvalue(br, insert_port(txn, op->b, NULL));
         break;
       }
       case OKNA_OVS_DEL_PORT: {
-        const struct ovsrec_bridge* br = find_bridge(ovs, op->a);
-        const struct ovsrec_port* port = br ? find_port(br, op->b) : NULL;
+        const struct vsrec_bridge* br = find_bridge(ovs, op->a);
+        const struct vsrec_port* port = br ? find_port(br, op->b) : NULL;
         if (port) {
-          ovsrec_bridge_verify_ports(br);
-          ovsrec_bridge_update_ports_delvalue(br, port);
+          vsrec_bridge_verify_ports(br);
+          vsrec_bridge_update_ports_delvalue(br, port);
         }
         break;
       }
       case OKNA_OVS_ADD_IFACE_PORT: {
-        const struct ovsrec_bridge* br = find_bridge(ovs, op->a);
+        const struct vsrec_bridge* br = find_bridge(ovs, op->a);
         if (!br) {
           ok = 0;
           break;
         }
-        ovsrec_bridge_verify_ports(br);
-        ovsrec_bridge_update_ports_addvalue(br, insert_port_ids(txn, op->b, NULL, op->c));
+        vsrec_bridge_verify_ports(br);
+        vsrec_bridge_update_ports_addvalue(br, insert_port_ids(txn, op->b, NULL, op->c));
         break;
       }
       case OKNA_OVS_SET_IFACE_EXTERNAL_ID: {
-        const struct ovsrec_bridge* br = find_bridge(ovs, op->a);
-        const struct ovsrec_port* port = br ? find_port(br, op->b) : NULL;
+        const struct vsrec_bridge* br = find_bridge(ovs, op->a);
+        const struct vsrec_port* port = br ? find_port(br, op->b) : NULL;
         if (!port || !port->n_interfaces) {
           ok = 0;
           break;
@@ -288,26 +289,26 @@ okna_ovs_txn* okna_ovs_txn_start(okna_ovs_idl* h, const okna_ovs_op* ops, size_t
         parse_kv_list(op->c, &kv);
         struct smap_node* node;
         SMAP_FOR_EACH(node, &kv) {
-          ovsrec_interface_update_external_ids_setkey(port->interfaces[0], node->key, node->value);
+          vsrec_interface_update_external_ids_setkey(port->interfaces[0], node->key, node->value);
         }
         smap_destroy(&kv);
         break;
       }
       case OKNA_OVS_SET_BRIDGE_DATAPATH_TYPE: {
-        const struct ovsrec_bridge* br = find_bridge(ovs, op->a);
+        const struct vsrec_bridge* br = find_bridge(ovs, op->a);
         if (!br) {
           ok = 0;
           break;
         }
-        ovsrec_bridge_verify_datapath_type(br);
-        ovsrec_bridge_set_datapath_type(br, op->b);
+        vsrec_bridge_verify_datapath_type(br);
+        vsrec_bridge_set_datapath_type(br, op->b);
         break;
       }
       case OKNA_OVS_DEL_BRIDGE: {
         /* Bridge, Port and Interface are not root tables: the server garbage-collects them. */
-        const struct ovsrec_bridge* br = find_bridge(ovs, op->a);
+        const struct vsrec_bridge* br = find_bridge(ovs, op->a);
         if (br) {
-          ovsrec_open_vswitch_update_bridges_delvalue(ovs, br);
+          vsrec_open_vswitch_update_bridges_delvalue(ovs, br);
         }
         break;
       }
@@ -315,7 +316,7 @@ okna_ovs_txn* okna_ovs_txn_start(okna_ovs_idl* h, const okna_ovs_op* ops, size_t
   }
   for (size_t i = 0; i < n_nb; i++) {
     if (ok) {
-      ovsrec_bridge_set_ports(nb[i].row, nb[i].ports, nb[i].n_ports);
+      vsrec_bridge_set_ports(nb[i].row, nb[i].ports, nb[i].n_ports);
     }
     free(nb[i].ports);
   }

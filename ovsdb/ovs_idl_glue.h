@@ -77,7 +77,7 @@ typedef void (*okna_ovsdb_kv_cb)(void* ctx, const char* key, const char* value);
 okna_ovsdb_status okna_ovs_idl_foreach_external_id(okna_ovs_idl*, okna_ovsdb_kv_cb cb, void* ctx);
 
 /* Sets / deletes ONE key of Open_vSwitch.external_ids with a partial map update
- * (ovsrec_open_vswitch_update_external_ids_setkey/_delkey): other keys, including ones written
+ * (vsrec_open_vswitch_update_external_ids_setkey/_delkey): other keys, including ones written
  * concurrently by other clients, are never rewritten. Commits, retrying on TXN_TRY_AGAIN after
  * the replica changes, until success, hard error or timeout. Deleting an absent key is OK. */
 okna_ovsdb_status okna_ovs_idl_set_external_id(okna_ovs_idl*, const char* key, const char* value,

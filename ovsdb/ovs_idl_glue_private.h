@@ -6,8 +6,23 @@
 
 #include "ovs_chassis_glue.h" /* okna_txn_status */
 
+struct ovsdb_datum;
 struct ovsdb_idl;
+struct ovsdb_idl_column;
+struct ovsdb_idl_row;
 struct ovsdb_idl_txn;
+
+/* ovs_map_columns.c: Port_Binding, Datapath_Binding and Interface external_ids are not parsed
+ * into their row struct's smap (left empty); read them with these. Idempotent; call before
+ * creating an IDL that monitors one of them. */
+void okna_glue_leave_large_maps_unparsed(void);
+/* The map column's current datum (keys sorted, string atoms). */
+const struct ovsdb_datum* okna_glue_map_datum(const struct ovsdb_idl_row* row,
+                                              const struct ovsdb_idl_column* column);
+/* The value of 'key' in a string-to-string map column, or 'def'. */
+const char* okna_glue_map_get(const struct ovsdb_idl_row* row,
+                              const struct ovsdb_idl_column* column, const char* key,
+                              const char* def);
 
 /* Commits (non-blocking) and maps the IDL's status; on error writes the reason to `error`. */
 okna_txn_status okna_glue_txn_commit(struct ovsdb_idl_txn* txn, char* error, size_t error_size);

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/vswitch-idl.h"
+#include "okna-vswitch-idl.h"
 #include "ovn-sb-idl.h"
 #include "ovs_idl_glue_private.h"
 #include "ovsdb-data.h"
@@ -22,21 +22,22 @@
 
 void okna_ovs_idl_foreach_iface_external_id(okna_ovs_idl* h, const char* bridge,
                                             okna_ovs_iface_kv_cb cb, void* ctx) {
-  const struct ovsrec_open_vswitch* ovs = h ? ovsrec_open_vswitch_first(h->idl) : NULL;
+  const struct vsrec_open_vswitch* ovs = h ? vsrec_open_vswitch_first(h->idl) : NULL;
   if (!ovs || !cb || !bridge) {
     return;
   }
   for (size_t i = 0; i < ovs->n_bridges; i++) {
-    const struct ovsrec_bridge* br = ovs->bridges[i];
+    const struct vsrec_bridge* br = ovs->bridges[i];
     if (strcmp(br->name, bridge)) {
       continue;
     }
     for (size_t j = 0; j < br->n_ports; j++) {
-      const struct ovsrec_port* port = br->ports[j];
+      const struct vsrec_port* port = br->ports[j];
       for (size_t k = 0; k < port->n_interfaces; k++) {
-        const struct smap_node* node;
-        SMAP_FOR_EACH(node, &port->interfaces[k]->external_ids) {
-          cb(ctx, port->name, node->key, node->value);
+        const struct ovsdb_datum* ids =
+            okna_glue_map_datum(&port->interfaces[k]->header_, &vsrec_interface_col_external_ids);
+        for (size_t e = 0; e < ids->n; e++) {
+          cb(ctx, port->name, json_string(ids->keys[e].s), json_string(ids->values[e].s));
         }
       }
     }
@@ -89,6 +90,7 @@ okna_sb_idl* okna_sb_idl_open_chassis_view(const char* remote, const char* chass
   st->chassis_name = xstrdup(chassis_name ? chassis_name : "");
   h->view = st;
   h->free_view = free_view_state;
+  okna_glue_leave_large_maps_unparsed();
   h->idl = ovsdb_idl_create(remote, &sbrec_idl_class, false, true);
   ovsdb_idl_set_leader_only(h->idl, false);
   ovsdb_idl_add_column(h->idl, &sbrec_chassis_col_name);
@@ -231,9 +233,12 @@ void okna_sb_idl_foreach_port(okna_sb_idl* h, okna_sb_port_view_cb cb, void* ctx
       p.on_additional |= is_own_chassis(pb->additional_chassis[i], own);
     }
     p.mac0 = pb->n_mac ? pb->mac[0] : "";
-    p.cidrs = smap_get_def(&pb->external_ids, "neutron:cidrs", "");
-    p.device_id = smap_get_def(&pb->external_ids, "neutron:device_id", "");
-    p.project_id = smap_get_def(&pb->external_ids, "neutron:project_id", "");
+    p.cidrs =
+        okna_glue_map_get(&pb->header_, &sbrec_port_binding_col_external_ids, "neutron:cidrs", "");
+    p.device_id = okna_glue_map_get(&pb->header_, &sbrec_port_binding_col_external_ids,
+                                    "neutron:device_id", "");
+    p.project_id = okna_glue_map_get(&pb->header_, &sbrec_port_binding_col_external_ids,
+                                     "neutron:project_id", "");
     cb(ctx, &p);
   }
 }
@@ -246,7 +251,8 @@ void okna_sb_idl_foreach_datapath(okna_sb_idl* h, okna_sb_datapath_cb cb, void* 
   SBREC_DATAPATH_BINDING_FOR_EACH(dp, h->idl) {
     char uuid[UUID_LEN + 1];
     snprintf(uuid, sizeof uuid, UUID_FMT, UUID_ARGS(&dp->header_.uuid));
-    cb(ctx, uuid, smap_get_def(&dp->external_ids, "name", ""));
+    cb(ctx, uuid,
+       okna_glue_map_get(&dp->header_, &sbrec_datapath_binding_col_external_ids, "name", ""));
   }
 }
 

@@ -127,6 +127,8 @@ delta_cpu() { # delta_cpu "BEFORE" "AFTER": per-name difference
     n = split(b, y, " "); for (i = 1; i <= n; i++) { split(y[i], kv, ":"); printf "%s:%d ", kv[1], kv[2] - before[kv[1]] } }'
 }
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$agent_pid/status"; }
+# "anon A kB + file F kB": the heap and stacks vs the mapped binary and libraries' pages.
+rss_split() { awk '/^RssAnon/ {a=$2} /^RssFile/ {f=$2} END {print "anon " a " kB + file " f " kB"}' "/proc/$agent_pid/status"; }
 bound_count() { _okof_sbctl --bare --columns=up find Port_Binding chassis="$chassis_uuid" | grep -c true; }
 bound_at_least() { (($(bound_count) >= $1)); }
 # watch OUT ARGS...: bench/metadata/watch.py in the background (pid in $watcher), for the measured
@@ -192,7 +194,7 @@ t0=$(now)
 start_agent
 watch "$T/watch-0" --readyz --timeout-s 60
 wait "$watcher" || { log "agent not ready"; tail "$T/agent-1.log" >&2; exit 1; }
-res "agent start, 0 networks: /readyz 200 after $(ms "$t0" "$(seen "$T/watch-0" readyz)") ms; VmRSS $(rss_kb) kB, threads $(ls /proc/$agent_pid/task | wc -l)"
+res "agent start, 0 networks: /readyz 200 after $(ms "$t0" "$(seen "$T/watch-0" readyz)") ms; VmRSS $(rss_kb) kB ($(rss_split)), threads $(ls /proc/$agent_pid/task | wc -l)"
 
 nets=0
 if [[ "$only_startup" == 0 ]]; then
@@ -237,7 +239,7 @@ t_ready=$(seen "$T/watch-$nets" ready)
 wait $poll
 t_last=$(tail -n1 "$T/poll-$nets" | cut -d' ' -f2)
 res "(b) $batch networks plugged at once (ovs-vsctl took $(ms "$t_plug" "$t_plugged") ms): all bound (SB) +$(ms "$t_plug" "$t_bound") ms, agent ready=$total +$(ms "$t_plug" "$t_ready") ms, $(wc -l <"$T/poll-$nets")/${#sample[@]} VMs answered, the last +$(ms "$t_plug" "${t_last:-0}") ms (first +$(ms "$t_plug" "$(head -n1 "$T/poll-$nets" | cut -d' ' -f2)") ms)"
-res "(d) VmRSS with $total namespaces: $(rss_kb) kB, threads $(ls /proc/$agent_pid/task | wc -l)"
+res "(d) VmRSS with $total namespaces: $(rss_kb) kB ($(rss_split)), threads $(ls /proc/$agent_pid/task | wc -l)"
 nets=$total
 fi
 
@@ -345,7 +347,7 @@ for round in $(seq "$rounds"); do
       res "(c) $mode start: other CPU from ready to the last sampled VM's answer (ms): $(delta_cpu "$cpu_ready" "$(daemon_cpu)")"
       res "(c) $mode start: sampled VMs answered by +s from start: $(awk -v t0="$t0" '{ n++; s = int($2 - t0); c[s]++ } END { for (k in c) printf "%d:%d ", k, c[k] }' "$T/poll-$mode" | tr ' ' '\n' | sort -n | paste -sd' ' -)"
       res "(c) $mode start with $nets networks: /readyz 200 +$(ms "$t0" "$t_readyz") ms, ready=$nets (metrics) +$(ms "$t0" "$t_ready") ms, $(wc -l <"$T/poll-$mode")/${#sample[@]} sampled VMs answered, the last +$(ms "$t0" "${t_last:-0}") ms"
-      res "(d) VmRSS with $nets namespaces ($mode start): $(rss_kb) kB, threads $(ls /proc/$agent_pid/task | wc -l)"
+      res "(d) VmRSS with $nets namespaces ($mode start): $(rss_kb) kB ($(rss_split)), threads $(ls /proc/$agent_pid/task | wc -l)"
     done
   done
 done

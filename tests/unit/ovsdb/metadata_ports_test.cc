@@ -65,6 +65,26 @@ TEST(MetadataPorts, OnlyMarkedPortsArePrunedAndOnlyWhenAllowed) {
   EXPECT_TRUE(diffMetadataPorts(wanting({}, false), observed, ids).empty());
 }
 
+TEST(MetadataPorts, UnmarkedPortsDiffTheSameWhetherTheirIdsAreObservedOrNot) {
+  // The IDL thread keeps only marked ports' ids (marksTheAgentsPort): this is why it may.
+  const auto observed = bridgeWith({"tapabc0", "vm-tap", "tapold0"});
+  const auto desired = wanting({{"tapabc0", "md-port"}});
+  const ObservedBridgeIfaceIds all = {{"tapabc0", {{"iface-id", "md-port"}}},
+                                      {"vm-tap", {{"iface-id", "vm-port"}}},
+                                      {"tapold0", kMarked}};
+  ObservedBridgeIfaceIds marked = all;
+  std::erase_if(marked, [](const auto& p) { return !marksTheAgentsPort(p.second); });
+  ASSERT_EQ(marked.size(), 1U);
+  const auto ops = diffMetadataPorts(desired, observed, all);
+  EXPECT_EQ(ops, diffMetadataPorts(desired, observed, marked));
+  ASSERT_EQ(ops.size(), 2U);
+  EXPECT_EQ(ops[0].kind, Kind::SetIfaceExternalIds);
+  EXPECT_EQ(ops[1], (OvsOp{Kind::DeletePort, "br-int", "tapold0", ""}));
+  EXPECT_FALSE(marksTheAgentsPort({{"iface-id", "md-port"}}));
+  EXPECT_FALSE(marksTheAgentsPort({{kMetadataPortMarkKey, "other"}}));
+  EXPECT_TRUE(marksTheAgentsPort(kMarked));
+}
+
 TEST(MetadataPorts, NothingWithoutTheBridgeOrWhenDisabled) {
   ObservedOvs none;
   none.hasRoot = true;
