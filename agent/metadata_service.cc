@@ -1,6 +1,9 @@
 #include "agent/metadata_service.h"
 
+#include "agent/heap_release.h"
+
 #include "core/beast_http_client.h"
+#include "core/logging.h"
 #include "ovsdb/chassis_reconciler.h"
 
 namespace okna::agent {
@@ -35,7 +38,13 @@ MetadataService::MetadataService(boost::asio::io_context& io, core::Clock& clock
           io, clock, optionsFrom(config_), *this,
           [this](std::function<void()> job) { worker_.post(std::move(job)); }, *this,
           [&chassis](const ovsdb::DesiredMetadataOvs& d) { chassis.submitMetadata(d); }, metrics,
-          health) {}
+          health) {
+  reconciler_.setOnSettled([](std::size_t networks) {
+    core::logger("metadata")
+        ->info("{} networks set up and serving; freed heap returned: {}", networks,
+               releaseFreedHeap());
+  });
+}
 
 MetadataService::~MetadataService() {
   stop();

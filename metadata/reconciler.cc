@@ -7,6 +7,7 @@
 #include <boost/asio/post.hpp>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "core/health.h"
 #include "core/logging.h"
@@ -301,6 +302,7 @@ void Reconciler::onEnsured(const NetworkPlan& network, core::Result<Plumbing::En
     st.listening = true;
   }
   const bool first = !st.applied;
+  if (first) ++setUpSinceSettled_;
   const bool verification = st.verify;
   st.verify = false;
   // Only once the port can really be removed (the view synced: pruning allowed).
@@ -510,6 +512,10 @@ void Reconciler::updateHealth() {
     health_.setReady(kComponent, false, detail);
   } else {
     health_.setReady(kComponent, true, std::to_string(ready) + " network(s) serving metadata");
+    if (options_.settledAfter && setUpSinceSettled_ >= options_.settledAfter) {
+      const std::size_t settled = std::exchange(setUpSinceSettled_, 0);
+      if (onSettled_) onSettled_(settled);
+    }
   }
 }
 

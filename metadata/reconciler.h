@@ -86,6 +86,10 @@ struct ReconcilerOptions {
   // ports: during a cold start with 1,000 namespaces they burnt far more CPU than the agent, one
   // transaction per 25 ms. Fewer, larger transactions: ~40 in a 20 s burst instead of ~800.
   std::chrono::milliseconds outputIntervalMax{500};
+  // Once at least this many networks were set up and every wanted network serves, the burst
+  // has settled and onSettled is called (the agent returns the burst's freed heap to the
+  // system). 0: never.
+  std::size_t settledAfter = 64;
 };
 
 class Reconciler {
@@ -125,6 +129,11 @@ class Reconciler {
     update(view, integrationBridge, bridgePorts, bridgePorts);
   }
   void stop();
+  /** Called with the number of networks set up, when a burst of at least
+   *  options.settledAfter of them has settled (every wanted network serving). */
+  void setOnSettled(std::function<void(std::size_t networks)> onSettled) {
+    onSettled_ = std::move(onSettled);
+  }
 
   /** The client IP's port in that network: 0, 1 or several matches. */
   std::vector<IndexedPort> lookup(const std::string& networkId, const std::string& clientIp) const;
@@ -215,6 +224,8 @@ class Reconciler {
   // The ports changed inside the window and wait for it to close.
   bool portsWaited_ = false;
   std::optional<TimePoint> lastHealthOutput_;
+  std::function<void(std::size_t)> onSettled_;
+  std::size_t setUpSinceSettled_ = 0;
   std::unique_ptr<core::Timer> outputTimer_;
 };
 

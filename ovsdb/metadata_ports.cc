@@ -52,7 +52,8 @@ std::vector<OvsOp> diffMetadataPorts(const DesiredMetadataOvs& desired, const Ob
   if (desired.prune) {
     for (const auto& [port, ids] : ifaceIds) {
       if (desired.ports.count(port) || !isPresent(port)) continue;
-      if (marksTheAgentsPort(ids)) ops.push_back({OvsOp::Kind::DeletePort, desired.bridge, port, ""});
+      if (marksTheAgentsPort(ids))
+        ops.push_back({OvsOp::Kind::DeletePort, desired.bridge, port, ""});
     }
   }
   return ops;

@@ -85,6 +85,7 @@ class ReconcilerTest : public ::testing::Test {
     o.retryMax = std::chrono::milliseconds(200);
     o.outputInterval = outputInterval;
     o.outputIntervalMax = outputIntervalMax.value_or(outputInterval);
+    o.settledAfter = settledAfter_;
     r_ = std::make_unique<Reconciler>(
         io_, clock_, o, plumbing_,
         [this](std::function<void()> job) { jobs_.push_back(std::move(job)); }, listeners_,
@@ -185,6 +186,7 @@ class ReconcilerTest : public ::testing::Test {
   std::deque<std::function<void()>> jobs_;
   ovsdb::DesiredMetadataOvs ovs_;
   int submits_ = 0;
+  std::size_t settledAfter_ = 64;
   std::uint64_t version_ = 0;
   SbMetadataView lastView_;
   std::unique_ptr<Reconciler> r_;
@@ -266,6 +268,35 @@ TEST_F(ReconcilerTest, ABurstOfSetUpsIsPluggedInOneGoAndALoneOneAtOnce) {
   settle();
   EXPECT_EQ(submits_, afterBurst + 2);
   EXPECT_EQ(ovs_.ports.size(), 4u);
+}
+
+TEST_F(ReconcilerTest, ABurstThatSettledIsReportedOnceAndALoneNetworkIsNot) {
+  settledAfter_ = 2;
+  make(std::chrono::milliseconds(0));
+  std::vector<std::size_t> settled;
+  r_->setOnSettled([&](std::size_t networks) { settled.push_back(networks); });
+  r_->setActive(true);
+  r_->update(view({"net-a", "net-b", "net-c"}), "br-int", ports({}));
+  settle();
+  EXPECT_TRUE(settled.empty()) << "set up, but not serving until plugged";
+  plug();
+  ASSERT_TRUE(ready());
+  EXPECT_EQ(settled, std::vector<std::size_t>{3});
+  // Readiness is published again (a re-plan): nothing new was set up, nothing reported.
+  r_->update(view({"net-a", "net-b", "net-c"}), "br-int", ports({}));
+  plug();
+  EXPECT_EQ(settled.size(), 1u);
+  // One more network is under the threshold; a second one makes a burst again.
+  r_->update(view({"net-a", "net-b", "net-c", "net-d"}), "br-int", ports({}));
+  settle();
+  plug();
+  ASSERT_TRUE(ready());
+  EXPECT_EQ(settled.size(), 1u);
+  r_->update(view({"net-a", "net-b", "net-c", "net-d", "net-e"}), "br-int", ports({}));
+  settle();
+  plug();
+  ASSERT_TRUE(ready());
+  EXPECT_EQ(settled, (std::vector<std::size_t>{3, 2}));
 }
 
 TEST_F(ReconcilerTest, TheWindowForPortsGrowsDuringABurstAndIsBackAfterAPause) {
