@@ -55,7 +55,8 @@ core::Result<nlohmann::json> readMetadataPlanOnce(const ovsdb::OvsConfig& ovs,
   out["southbound"] = "synced";
   out["namespaces"] = nlohmann::json::array();
   std::set<std::string> wantedNames;
-  for (const auto& [id, network] : plan.networks) {
+  for (const auto& [id, planned] : plan.networks) {
+    const metadata::NetworkPlan& network = *planned;
     wantedNames.insert(network.namespaceName);
     nlohmann::json vms = nlohmann::json::array();
     if (const auto it = plan.index.find(id); it != plan.index.end())

@@ -71,6 +71,7 @@ std::string vethNameFor(const std::string& networkId, int end) {
 
 MetadataPlan planMetadata(const ovsdb::SbMetadataView& view, bool ipv6) {
   MetadataPlan plan;
+  plan.rows = view.rows;
   plan.synced = view.enabled && view.synced;
   plan.notSyncedReason = view.enabled ? view.notSyncedReason : "metadata is not active";
 
@@ -129,22 +130,25 @@ MetadataPlan planMetadata(const ovsdb::SbMetadataView& view, bool ipv6) {
     n.namespaceName = namespaceNameFor(networkId);
     n.hostIface = vethNameFor(networkId, 0);
     n.innerIface = vethNameFor(networkId, 1);
-    plan.networks[networkId] = std::move(n);
+    plan.networks[networkId] = std::make_shared<const NetworkPlan>(std::move(n));
   }
 
-  for (const auto& p : view.rows->ports) {
+  for (const auto& p : plan.rows->ports) {
     if (!isVif(p) || !(p.onChassis || p.onAdditional)) continue;
     const auto net = networkOfDatapath.find(p.datapath);
     if (net == networkOfDatapath.end() || !plan.networks.count(net->second)) continue;
     const auto tokens = splitSpaces(p.mac0);
     if (tokens.empty()) continue;
     auto& byKey = plan.index[net->second];
-    const IndexedPort ref{p.logicalPort, p.deviceId, p.projectId, p.uuid};
-    for (std::size_t i = 1; i < tokens.size(); ++i) byKey[tokens[i]].push_back(ref);
+    for (std::size_t i = 1; i < tokens.size(); ++i) byKey[tokens[i]].push_back(&p);
     // IPv6 metadata: the client's address is its link-local one, derived from the MAC.
-    if (isMac(tokens[0])) byKey[macIndexKey(tokens[0])].push_back(ref);
+    if (isMac(tokens[0])) byKey[macIndexKey(tokens[0])].push_back(&p);
   }
   return plan;
+}
+
+IndexedPort indexedPort(const ovsdb::SbPort& port) {
+  return {port.logicalPort, port.deviceId, port.projectId, port.uuid};
 }
 
 }  // namespace okna::metadata

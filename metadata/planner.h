@@ -15,9 +15,11 @@
 //     local VIFs can reach the localport, so a spoofed IP of a remote VM finds nothing.
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/shared_value.h"
 #include "ovsdb/metadata_ports.h"
 
 namespace okna::metadata {
@@ -55,14 +57,21 @@ struct MetadataPlan {
   // False while the Southbound view is not complete: then nothing may be torn down.
   bool synced = false;
   std::string notSyncedReason;
-  // By network id.
-  std::map<std::string, NetworkPlan> networks;
-  // network id -> client IP (and macIndexKey(MAC)) -> the bound VIFs listing it (one expected).
-  std::map<std::string, std::map<std::string, std::vector<IndexedPort>>> index;
+  // By network id. Shared: a network set up keeps the plan it was set up from, and a new plan
+  // equal to it takes that one (Reconciler), so 1,000 networks are not held twice.
+  std::map<std::string, std::shared_ptr<const NetworkPlan>> networks;
+  // The Southbound rows the index points into: the view's, shared (never changed in place).
+  core::SharedValue<ovsdb::SbRows> rows;
+  // network id -> client IP (and macIndexKey(MAC)) -> the bound VIFs listing it (one expected),
+  // rows of `rows`: a VM with an IPv4, an IPv6 and a MAC key is not copied three times.
+  std::map<std::string, std::map<std::string, std::vector<const ovsdb::SbPort*>>> index;
   std::vector<std::string> warnings;
 };
 
 MetadataPlan planMetadata(const ovsdb::SbMetadataView& view, bool ipv6);
+
+/** What a request is answered with: the VIF's identity. */
+IndexedPort indexedPort(const ovsdb::SbPort& port);
 
 /** The index key of a VIF's MAC (IPv6 clients are found by the MAC of their EUI-64 address). */
 std::string macIndexKey(const std::string& mac);

@@ -121,6 +121,11 @@ void Reconciler::update(const ovsdb::SbMetadataView& view, const std::string& in
     viewVersion_ = view.version;
     viewSynced_ = synced;
     plan_ = planMetadata(view, options_.ipv6);
+    // A network's plan unchanged since it was set up: keep the one object.
+    for (auto& [id, planned] : plan_.networks)
+      if (const auto it = networks_.find(id);
+          it != networks_.end() && it->second.applied && *it->second.applied == *planned)
+        planned = it->second.applied;
     markAll();
     portsDirty_ = healthDirty_ = true;
     if (plan_.warnings != reportedWarnings_) {
@@ -165,7 +170,8 @@ void Reconciler::reconcile() {
 }
 
 void Reconciler::reconcileNetwork(const std::string& id, std::optional<TimePoint>& nextRetry) {
-  const NetworkPlan& network = plan_.networks.at(id);
+  const auto& planned = plan_.networks.at(id);
+  const NetworkPlan& network = *planned;
   const auto it = networks_.find(id);
   // Inactive: keep what exists, create nothing new.
   if (it == networks_.end() && !active_) return;
@@ -179,7 +185,7 @@ void Reconciler::reconcileNetwork(const std::string& id, std::optional<TimePoint
     return;
   }
   healthDirty_ = true;
-  startEnsure(network);
+  startEnsure(planned);
 }
 
 void Reconciler::flushOutputs() {
@@ -231,22 +237,23 @@ void Reconciler::requestReconcile() {
   });
 }
 
-void Reconciler::startEnsure(const NetworkPlan& network) {
+void Reconciler::startEnsure(const std::shared_ptr<const NetworkPlan>& planned) {
+  const NetworkPlan& network = *planned;
   NetworkState& st = networks_[network.networkId];
   st.busy = true;
   const bool listening = st.listening;
   std::vector<std::string> addresses{kMetadataIpv4};
   if (options_.ipv6) addresses.push_back(std::string(kMetadataIpv6) + "%" + network.innerIface);
-  runOnWorker_([this, alive = alive_, network, listening, addresses] {
-    auto ensured = plumbing_.ensure(network);
+  runOnWorker_([this, alive = alive_, planned, listening, addresses] {
+    auto ensured = plumbing_.ensure(*planned);
     std::vector<core::Result<int>> fds;
     if (ensured && (!listening || ensured->namespaceCreated))
       for (const auto& address : addresses)
-        fds.push_back(plumbing_.listen(network, address, options_.port));
+        fds.push_back(plumbing_.listen(*planned, address, options_.port));
     boost::asio::post(
-        io_, [this, alive, network, ensured = std::move(ensured), fds = std::move(fds)]() mutable {
+        io_, [this, alive, planned, ensured = std::move(ensured), fds = std::move(fds)]() mutable {
           if (*alive) {
-            onEnsured(network, std::move(ensured), std::move(fds));
+            onEnsured(planned, std::move(ensured), std::move(fds));
           } else {
             for (auto& fd : fds)
               if (fd) ::close(*fd);
@@ -255,8 +262,10 @@ void Reconciler::startEnsure(const NetworkPlan& network) {
   });
 }
 
-void Reconciler::onEnsured(const NetworkPlan& network, core::Result<Plumbing::Ensured> ensured,
+void Reconciler::onEnsured(const std::shared_ptr<const NetworkPlan>& planned,
+                           core::Result<Plumbing::Ensured> ensured,
                            std::vector<core::Result<int>> fds) {
+  const NetworkPlan& network = *planned;
   auto log = core::logger(kComponent);
   NetworkState& st = networks_[network.networkId];
   st.busy = false;
@@ -308,7 +317,7 @@ void Reconciler::onEnsured(const NetworkPlan& network, core::Result<Plumbing::En
   // Only once the port can really be removed (the view synced: pruning allowed).
   if (ensured->namespaceCreated && bridgePorts_->count(network.hostIface) && plan_.synced)
     st.replug = true;
-  st.applied = network;
+  st.applied = planned;
   st.lastError.clear();
   st.backoff = {};
   st.retryAt = {};
@@ -414,10 +423,10 @@ bool Reconciler::submitPorts() {
     const auto planned = plan_.networks.find(id);
     // A port is plugged once its veth exists, and kept while it is being re-ensured: a restart
     // must not unplug and re-plug a working namespace.
-    const NetworkPlan* network = st.applied ? &*st.applied : nullptr;
+    const NetworkPlan* network = st.applied.get();
     if (!network && planned != plan_.networks.end() &&
-        bridgePorts_->count(planned->second.hostIface))
-      network = &planned->second;
+        bridgePorts_->count(planned->second->hostIface))
+      network = planned->second.get();
     if (network) desired.ports[network->hostIface] = network->metadataPort;
   }
   desired.prune = plan_.synced;
@@ -454,9 +463,9 @@ nlohmann::json Reconciler::debugJson() const {
     std::string what = "setting up";
     if (state.removing || planned == plan_.networks.end())
       what = "removing";
-    else if (isServing(planned->second, state))
+    else if (isServing(*planned->second, state))
       what = "serving";
-    else if (isSetUp(planned->second, state))
+    else if (isSetUp(*planned->second, state))
       what = "plugging";
     else if (!state.lastError.empty())
       what = "error";
@@ -472,7 +481,7 @@ nlohmann::json Reconciler::debugJson() const {
   for (const auto& [id, network] : plan_.networks)
     if (!networks_.count(id))
       out["networks"].push_back({{"network", id},
-                                 {"namespace", network.namespaceName},
+                                 {"namespace", network->namespaceName},
                                  {"state", "setting up"},
                                  {"error", ""},
                                  {"vmAddresses", 0}});
@@ -482,7 +491,8 @@ nlohmann::json Reconciler::debugJson() const {
 void Reconciler::updateHealth() {
   std::size_t ready = 0;
   std::vector<std::string> missing;
-  for (const auto& [id, network] : plan_.networks) {
+  for (const auto& [id, planned] : plan_.networks) {
+    const NetworkPlan& network = *planned;
     const auto it = networks_.find(id);
     if (it != networks_.end() && isServing(network, it->second)) {
       ++ready;
@@ -536,11 +546,15 @@ std::vector<IndexedPort> Reconciler::lookup(const std::string& networkId,
     const std::string mac = macOfLinkLocal(clientIp);
     if (!mac.empty()) it = net->second.find(macIndexKey(mac));
   }
-  return it == net->second.end() ? std::vector<IndexedPort>{} : it->second;
+  std::vector<IndexedPort> ports;
+  if (it != net->second.end())
+    for (const ovsdb::SbPort* port : it->second) ports.push_back(indexedPort(*port));
+  return ports;
 }
 
 bool Reconciler::isSetUp(const NetworkPlan& planned, const NetworkState& st) const {
-  return !st.removing && st.listening && st.applied == planned && st.lastError.empty();
+  return !st.removing && st.listening && st.applied && *st.applied == planned &&
+         st.lastError.empty();
 }
 
 bool Reconciler::isServing(const NetworkPlan& planned, const NetworkState& st) const {
@@ -553,7 +567,8 @@ bool Reconciler::isServing(const NetworkPlan& planned, const NetworkState& st) c
 std::set<std::string> Reconciler::readyNetworks() const {
   std::set<std::string> out;
   for (const auto& [id, network] : plan_.networks)
-    if (const auto it = networks_.find(id); it != networks_.end() && isServing(network, it->second))
+    if (const auto it = networks_.find(id);
+        it != networks_.end() && isServing(*network, it->second))
       out.insert(id);
   return out;
 }

@@ -148,7 +148,7 @@ class Reconciler {
 
  private:
   struct NetworkState {
-    std::optional<NetworkPlan> applied;  // what the last successful ensure made
+    std::shared_ptr<const NetworkPlan> applied;  // what the last successful ensure made
     bool listening = false;
     bool busy = false;  // a worker job is in flight
     bool removing = false;
@@ -172,9 +172,9 @@ class Reconciler {
   void requestReconcile();
   // submitPorts() and updateHealth(), at most once per outputInterval during a burst.
   void flushOutputs();
-  void startEnsure(const NetworkPlan& network);
-  void onEnsured(const NetworkPlan& network, core::Result<Plumbing::Ensured> ensured,
-                 std::vector<core::Result<int>> fds);
+  void startEnsure(const std::shared_ptr<const NetworkPlan>& network);
+  void onEnsured(const std::shared_ptr<const NetworkPlan>& planned,
+                 core::Result<Plumbing::Ensured> ensured, std::vector<core::Result<int>> fds);
   void startRemove(const std::string& networkId, const std::string& namespaceName);
   void pruneStrays();
   // Hands the wanted ports to the IDL thread if they changed; true if it did.

@@ -127,8 +127,8 @@ TEST_F(MetadataViewTest, ViewHoldsOnlyWhatThisChassisHosts) {
   start();
   ASSERT_TRUE(loop_.runUntil([&] { return planHas({"net-a"}); }));
   const auto p = plan();
-  EXPECT_EQ(p.networks.at("net-a").metadataPort, "md-a");
-  EXPECT_EQ(p.index.at("net-a").at("10.0.0.10").at(0).deviceId, "inst-a");
+  EXPECT_EQ(p.networks.at("net-a")->metadataPort, "md-a");
+  EXPECT_EQ(p.index.at("net-a").at("10.0.0.10").at(0)->deviceId, "inst-a");
   // Conditional monitoring: no row of network B (hosted elsewhere) reached the agent.
   for (const auto& port : view()->rows->ports) EXPECT_EQ(port.datapath, dpA_) << port.logicalPort;
   EXPECT_EQ(view()->rows->datapathNames.size(), 1U);
@@ -141,7 +141,7 @@ TEST_F(MetadataViewTest, LiveMigrationTargetAndMovesFollowTheSouthbound) {
   // Live migration of vm-b towards this chassis: its network gets metadata before it lands.
   sb_->sbctl({"set", "Port_Binding", vmB_, "additional_chassis=" + chassis("chassis-1")});
   ASSERT_TRUE(loop_.runUntil([&] { return planHas({"net-a", "net-b"}); }, 3s)) << describe();
-  EXPECT_EQ(plan().index.at("net-b").at("10.1.0.10").at(0).deviceId, "inst-b");
+  EXPECT_EQ(plan().index.at("net-b").at("10.1.0.10").at(0)->deviceId, "inst-b");
   EXPECT_EQ(plan().index.at("net-b").count("10.1.0.50"), 0U) << "bound elsewhere";
   // The migration is aborted; vm-a moves directly to chassis 2.
   sb_->sbctl({"clear", "Port_Binding", vmB_, "additional_chassis"});
@@ -161,10 +161,10 @@ TEST_F(MetadataViewTest, MetadataPortAndVmAddressChangesArrive) {
   ASSERT_TRUE(loop_.runUntil([&] {
     if (!planHas({"net-a"})) return false;
     const auto p = plan();
-    return p.networks.at("net-a").mac == "fa:16:3e:00:00:99" &&
+    return p.networks.at("net-a")->mac == "fa:16:3e:00:00:99" &&
            p.index.at("net-a").count("10.0.0.20") == 1;
   }));
-  EXPECT_EQ(plan().networks.at("net-a").addresses[0], "10.0.0.3/24");
+  EXPECT_EQ(plan().networks.at("net-a")->addresses[0], "10.0.0.3/24");
   EXPECT_EQ(plan().index.at("net-a").count("10.0.0.10"), 0U);
   // The datapath goes: the network goes.
   sb_->sbctl({"destroy", "Port_Binding", vmA_});

@@ -50,7 +50,7 @@ TEST(MetadataPlanner, NetworkWithAVmBoundHereGetsANamespaceNamedAsNeutronNamesIt
   const auto plan = planMetadata(baseView(), false);
   ASSERT_TRUE(plan.synced);
   ASSERT_EQ(plan.networks.size(), 1U);
-  const NetworkPlan& n = plan.networks.at(kNet);
+  const NetworkPlan& n = *plan.networks.at(kNet);
   EXPECT_EQ(n.namespaceName, std::string("ovnmeta-") + kNet);
   EXPECT_EQ(n.hostIface, "tap5e0e6b3a-10");
   EXPECT_EQ(n.innerIface, "tap5e0e6b3a-11");
@@ -62,7 +62,7 @@ TEST(MetadataPlanner, NetworkWithAVmBoundHereGetsANamespaceNamedAsNeutronNamesIt
 
 TEST(MetadataPlanner, Ipv6AddsTheLinkLocalMetadataAddress) {
   const auto plan = planMetadata(baseView(), true);
-  EXPECT_EQ(plan.networks.at(kNet).addresses,
+  EXPECT_EQ(plan.networks.at(kNet)->addresses,
             (std::vector<std::string>{"10.0.0.2/24", "169.254.169.254/32", "fe80::a9fe:a9fe/64"}));
 }
 
@@ -70,7 +70,7 @@ TEST(MetadataPlanner, OnlyIpv4CidrsOfTheMetadataPortAreUsed) {
   auto v = baseView();
   v.rows.mutableCopy().ports[0].cidrs = "10.0.0.2/24 fd00::2/64 192.168.5.3/28";
   const auto plan = planMetadata(v, false);
-  EXPECT_EQ(plan.networks.at(kNet).addresses,
+  EXPECT_EQ(plan.networks.at(kNet)->addresses,
             (std::vector<std::string>{"10.0.0.2/24", "169.254.169.254/32", "192.168.5.3/28"}));
 }
 
@@ -123,10 +123,10 @@ TEST(MetadataPlanner, NoMetadataPortNoMacOrNoIpv4MeansNoNamespaceAndAWarning) {
 
 TEST(MetadataPlanner, MetadataPortChangesShowInThePlan) {
   auto v = baseView();
-  const auto before = planMetadata(v, false).networks.at(kNet);
+  const NetworkPlan before = *planMetadata(v, false).networks.at(kNet);
   v.rows.mutableCopy().ports[0].mac0 = "fa:16:3e:00:00:99 10.0.0.3";
   v.rows.mutableCopy().ports[0].cidrs = "10.0.0.3/24";
-  const auto after = planMetadata(v, false).networks.at(kNet);
+  const NetworkPlan after = *planMetadata(v, false).networks.at(kNet);
   EXPECT_NE(before, after);
   EXPECT_EQ(after.mac, "fa:16:3e:00:00:99");
   EXPECT_EQ(after.addresses[0], "10.0.0.3/24");
@@ -138,10 +138,10 @@ TEST(MetadataPlanner, IndexFindsTheBoundVifByIpAndByMac) {
       vif("b", kDp, true, "fa:16:3e:00:00:11 10.0.0.11 fd00::11", "vm-2"));
   const auto plan = planMetadata(v, false);
   const auto& idx = plan.index.at(kNet);
-  EXPECT_EQ(idx.at("10.0.0.10").at(0).deviceId, "vm-1");
-  EXPECT_EQ(idx.at("10.0.0.11").at(0).deviceId, "vm-2");
-  EXPECT_EQ(idx.at("fd00::11").at(0).deviceId, "vm-2");
-  EXPECT_EQ(idx.at(macIndexKey("FA:16:3E:00:00:11")).at(0).deviceId, "vm-2");
+  EXPECT_EQ(idx.at("10.0.0.10").at(0)->deviceId, "vm-1");
+  EXPECT_EQ(idx.at("10.0.0.11").at(0)->deviceId, "vm-2");
+  EXPECT_EQ(idx.at("fd00::11").at(0)->deviceId, "vm-2");
+  EXPECT_EQ(idx.at(macIndexKey("FA:16:3E:00:00:11")).at(0)->deviceId, "vm-2");
   EXPECT_EQ(idx.count("10.0.0.2"), 0U) << "the metadata port is not a VM";
 }
 
@@ -166,8 +166,8 @@ TEST(MetadataPlanner, TwoNetworksAreIndexedApart) {
       vif("e", kDp2, true, "fa:16:3e:00:01:10 10.0.0.10", "vm-other"));
   const auto plan = planMetadata(v, false);
   ASSERT_EQ(plan.networks.size(), 2U);
-  EXPECT_EQ(plan.index.at(kNet).at("10.0.0.10").at(0).deviceId, "vm-1");
-  EXPECT_EQ(plan.index.at("other-net").at("10.0.0.10").at(0).deviceId, "vm-other");
+  EXPECT_EQ(plan.index.at(kNet).at("10.0.0.10").at(0)->deviceId, "vm-1");
+  EXPECT_EQ(plan.index.at("other-net").at("10.0.0.10").at(0)->deviceId, "vm-other");
 }
 
 TEST(MetadataPlanner, NotSyncedIsCarriedWithItsReason) {
