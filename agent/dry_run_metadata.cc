@@ -29,7 +29,7 @@ core::Result<nlohmann::json> readMetadataPlanOnce(const ovsdb::OvsConfig& ovs,
   ovsdb::DesiredMetadataOvs wanted;
   wanted.enabled = true;  // monitor the metadata rows; no ports, no pruning: nothing to write
   idl.start();
-  idl.submitMetadata(wanted, 1);
+  idl.submitMetadata(std::make_shared<const ovsdb::DesiredMetadataOvs>(std::move(wanted)), 1);
   std::shared_ptr<const ovsdb::Snapshot> snapshot;
   {
     std::unique_lock lock(mutex);

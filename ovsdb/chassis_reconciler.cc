@@ -306,8 +306,8 @@ void ChassisReconciler::updateHealth() {
 std::uint64_t ChassisReconciler::submitMetadata(const DesiredMetadataOvs& desired) {
   if (!*alive_) return metadataGeneration_;
   if (submittedMetadata_ && *submittedMetadata_ == desired) return metadataGeneration_;
-  submittedMetadata_ = desired;
-  thread_->submitMetadata(desired, ++metadataGeneration_);
+  submittedMetadata_ = std::make_shared<const DesiredMetadataOvs>(desired);
+  thread_->submitMetadata(submittedMetadata_, ++metadataGeneration_);
   return metadataGeneration_;
 }
 

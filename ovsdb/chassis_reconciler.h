@@ -153,7 +153,7 @@ class ChassisReconciler {
   GatewayDrainState drain_;
   std::vector<std::string> reportedGatewayPorts_;
   SnapshotListener listener_;
-  std::optional<DesiredMetadataOvs> submittedMetadata_;
+  std::shared_ptr<const DesiredMetadataOvs> submittedMetadata_;  // shared with the IDL thread
   std::uint64_t metadataGeneration_ = 0;
 };
 

@@ -563,10 +563,11 @@ void IdlThread::submit(const DesiredChassis& desired, std::uint64_t generation) 
   wake();
 }
 
-void IdlThread::submitMetadata(const DesiredMetadataOvs& desired, std::uint64_t generation) {
+void IdlThread::submitMetadata(std::shared_ptr<const DesiredMetadataOvs> desired,
+                               std::uint64_t generation) {
   {
     std::lock_guard lock(mutex_);
-    pendingMetadata_ = std::make_shared<const DesiredMetadataOvs>(desired);
+    pendingMetadata_ = std::move(desired);
     pendingMetadataGeneration_ = generation;
   }
   wake();

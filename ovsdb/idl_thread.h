@@ -109,7 +109,8 @@ class IdlThread : public OvsdbApplier {
   /** The new desired state and its generation (increasing). Thread-safe, never blocks long. */
   void submit(const DesiredChassis& desired, std::uint64_t generation) override;
   /** The metadata ports and whether the Southbound metadata rows are wanted. Thread-safe. */
-  void submitMetadata(const DesiredMetadataOvs& desired, std::uint64_t generation) override;
+  void submitMetadata(std::shared_ptr<const DesiredMetadataOvs> desired,
+                      std::uint64_t generation) override;
   /** Stops and joins the thread; OVSDB is left as it is. */
   void stop() override;
 

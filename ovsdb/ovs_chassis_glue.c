@@ -59,7 +59,8 @@ okna_ovs_idl* okna_ovs_idl_open_chassis(const char* remote) {
   ovsdb_idl_add_column(h->idl, &vsrec_port_col_name);
   ovsdb_idl_add_column(h->idl, &vsrec_port_col_interfaces);
   ovsdb_idl_add_column(h->idl, &vsrec_interface_col_name);
-  ovsdb_idl_add_column(h->idl, &vsrec_interface_col_type);
+  /* Interface.type is not monitored: only written, on the Interfaces the agent inserts (the IDL
+   * writes any column of a row it inserts); each replicated one would cost an atom per row. */
   ovsdb_idl_add_column(h->idl, &vsrec_interface_col_external_ids);
   /* Written by ovs-vswitchd: whether it could create the interface. */
   ovsdb_idl_add_column(h->idl, &vsrec_interface_col_error);

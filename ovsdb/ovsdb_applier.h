@@ -25,8 +25,10 @@ class OvsdbApplier {
   virtual void start() = 0;
   /** The new desired state and its generation (increasing). Never blocks long. */
   virtual void submit(const DesiredChassis& desired, std::uint64_t generation) = 0;
-  /** The metadata ports and whether the Southbound metadata rows are wanted. */
-  virtual void submitMetadata(const DesiredMetadataOvs& desired, std::uint64_t generation) = 0;
+  /** The metadata ports and whether the Southbound metadata rows are wanted (shared, not copied:
+   *  1,000 ports at 1,000 networks). */
+  virtual void submitMetadata(std::shared_ptr<const DesiredMetadataOvs> desired,
+                              std::uint64_t generation) = 0;
   /** Stops; no snapshot is published afterwards. OVSDB is left as it is. */
   virtual void stop() = 0;
 };

@@ -113,7 +113,8 @@ class FakeOvsdb {
       state.snapshot.convergedGeneration = generation;
       state.publishSnapshot();
     }
-    void submitMetadata(const ovsdb::DesiredMetadataOvs&, std::uint64_t generation) override {
+    void submitMetadata(std::shared_ptr<const ovsdb::DesiredMetadataOvs>,
+                        std::uint64_t generation) override {
       state_->snapshot.metadataConvergedGeneration = generation;
       state_->publishSnapshot();
     }
