@@ -37,8 +37,10 @@ MetadataService::MetadataService(boost::asio::io_context& io, core::Clock& clock
       reconciler_(
           io, clock, optionsFrom(config_), *this,
           [this](std::function<void()> job) { worker_.post(std::move(job)); }, *this,
-          [&chassis](const ovsdb::DesiredMetadataOvs& d) { chassis.submitMetadata(d); }, metrics,
-          health) {
+          [&chassis](std::shared_ptr<const ovsdb::DesiredMetadataOvs> d) {
+            chassis.submitMetadata(std::move(d));
+          },
+          metrics, health) {
   reconciler_.setOnSettled([](std::size_t networks) {
     core::logger("metadata")
         ->info("{} networks set up and serving; freed heap returned: {}", networks,

@@ -431,8 +431,8 @@ bool Reconciler::submitPorts() {
   }
   desired.prune = plan_.synced;
   if (submitted_ && *submitted_ == desired) return false;
-  submitOvs_(desired);
-  submitted_ = std::move(desired);
+  submitted_ = std::make_shared<const ovsdb::DesiredMetadataOvs>(std::move(desired));
+  submitOvs_(submitted_);
   return true;
 }
 

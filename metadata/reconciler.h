@@ -98,8 +98,8 @@ class Reconciler {
  public:
   /** Runs a job on the worker thread (in order). */
   using RunOnWorker = std::function<void(std::function<void()>)>;
-  /** Hands the wanted metadata ports to the IDL thread. */
-  using SubmitOvs = std::function<void(const ovsdb::DesiredMetadataOvs&)>;
+  /** Hands the wanted metadata ports to the IDL thread (shared: the reconciler keeps them). */
+  using SubmitOvs = std::function<void(std::shared_ptr<const ovsdb::DesiredMetadataOvs>)>;
 
   Reconciler(boost::asio::io_context& io, core::Clock& clock, ReconcilerOptions options,
              Plumbing& plumbing, RunOnWorker runOnWorker, Listeners& listeners, SubmitOvs submitOvs,
@@ -218,7 +218,7 @@ class Reconciler {
   bool portsDirty_ = true;
   bool healthDirty_ = true;
   bool outputTimerArmed_ = false;
-  std::optional<ovsdb::DesiredMetadataOvs> submitted_;
+  std::shared_ptr<const ovsdb::DesiredMetadataOvs> submitted_;
   std::optional<TimePoint> lastPortsOutput_;  // never yet: the first goes at once
   std::chrono::milliseconds portsInterval_{0};
   // The ports changed inside the window and wait for it to close.

@@ -303,10 +303,10 @@ void ChassisReconciler::updateHealth() {
   }
 }
 
-std::uint64_t ChassisReconciler::submitMetadata(const DesiredMetadataOvs& desired) {
+std::uint64_t ChassisReconciler::submitMetadata(std::shared_ptr<const DesiredMetadataOvs> desired) {
   if (!*alive_) return metadataGeneration_;
-  if (submittedMetadata_ && *submittedMetadata_ == desired) return metadataGeneration_;
-  submittedMetadata_ = std::make_shared<const DesiredMetadataOvs>(desired);
+  if (submittedMetadata_ && *submittedMetadata_ == *desired) return metadataGeneration_;
+  submittedMetadata_ = std::move(desired);
   thread_->submitMetadata(submittedMetadata_, ++metadataGeneration_);
   return metadataGeneration_;
 }

@@ -88,7 +88,10 @@ class ChassisReconciler {
   void setSnapshotListener(SnapshotListener listener) { listener_ = std::move(listener); }
   /** The metadata service's ports and Southbound interest (sent to the IDL thread if changed);
    *  returns the generation that Snapshot::metadataConvergedGeneration reaches once applied. */
-  std::uint64_t submitMetadata(const DesiredMetadataOvs& desired);
+  std::uint64_t submitMetadata(std::shared_ptr<const DesiredMetadataOvs> desired);
+  std::uint64_t submitMetadata(const DesiredMetadataOvs& desired) {
+    return submitMetadata(std::make_shared<const DesiredMetadataOvs>(desired));
+  }
 
   /** The last snapshot from the IDL thread (null before the first one). */
   const std::shared_ptr<const Snapshot>& snapshot() const { return snapshot_; }

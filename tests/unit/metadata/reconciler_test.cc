@@ -89,8 +89,8 @@ class ReconcilerTest : public ::testing::Test {
     r_ = std::make_unique<Reconciler>(
         io_, clock_, o, plumbing_,
         [this](std::function<void()> job) { jobs_.push_back(std::move(job)); }, listeners_,
-        [this](const ovsdb::DesiredMetadataOvs& d) {
-          ovs_ = d;
+        [this](std::shared_ptr<const ovsdb::DesiredMetadataOvs> d) {
+          ovs_ = *d;
           ++submits_;
         },
         metrics_, health_);
