@@ -385,6 +385,7 @@ okna_sb_idl* okna_sb_idl_open_gateways(const char* remote, const char* chassis_n
     return NULL;
   }
   okna_sb_idl* h = xzalloc(sizeof *h);
+  okna_glue_leave_large_maps_unparsed();
   h->idl = ovsdb_idl_create(remote, &sbrec_idl_class, false, true);
   ovsdb_idl_set_leader_only(h->idl, false);
   ovsdb_idl_add_column(h->idl, &sbrec_chassis_col_name);

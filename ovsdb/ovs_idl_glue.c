@@ -139,6 +139,7 @@ okna_ovs_idl* okna_ovs_idl_open(const char* remote) {
   }
   okna_ovs_idl* h = xzalloc(sizeof *h);
   /* monitor_everything_by_default=false: only what is registered below; retry=true. */
+  okna_glue_leave_large_maps_unparsed();
   h->idl = ovsdb_idl_create(remote, &vsrec_idl_class, false, true);
   ovsdb_idl_add_column(h->idl, &vsrec_open_vswitch_col_external_ids);
   return h;
@@ -304,6 +305,7 @@ okna_sb_idl* okna_sb_idl_open(const char* remote) {
     return NULL;
   }
   okna_sb_idl* h = xzalloc(sizeof *h);
+  okna_glue_leave_large_maps_unparsed();
   h->idl = ovsdb_idl_create(remote, &sbrec_idl_class, false, true);
   ovsdb_idl_add_column(h->idl, &sbrec_chassis_col_name);
   ovsdb_idl_add_column(h->idl, &sbrec_chassis_col_hostname);

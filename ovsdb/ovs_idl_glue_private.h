@@ -13,8 +13,9 @@ struct ovsdb_idl_row;
 struct ovsdb_idl_txn;
 
 /* ovs_map_columns.c: Port_Binding, Datapath_Binding and Interface external_ids are not parsed
- * into their row struct's smap (left empty); read them with these. Idempotent; call before
- * creating an IDL that monitors one of them. */
+ * into their row struct's smap (left empty); read them with these. Once per process (later calls
+ * return at once); every glue function that creates an IDL calls it first, so that no thread
+ * parses rows while the column tables are changed. */
 void okna_glue_leave_large_maps_unparsed(void);
 /* The map column's current datum (keys sorted, string atoms). */
 const struct ovsdb_datum* okna_glue_map_datum(const struct ovsdb_idl_row* row,

@@ -11,6 +11,7 @@
 
 #include <config.h> /* must come first in every translation unit that includes OVS headers */
 
+#include <pthread.h>
 #include <string.h>
 
 #include "okna-vswitch-idl.h"
@@ -39,15 +40,20 @@ static void interface_external_ids_unparsed(struct ovsdb_idl_row* row,
   smap_init(&CONTAINER_OF(row, struct vsrec_interface, header_)->external_ids);
 }
 
-void okna_glue_leave_large_maps_unparsed(void) {
-  /* Before any IDL of these classes has rows (the open functions call it): a row parsed with
-   * the generated function and unparsed with these would still be freed correctly (the generated
-   * unparse, smap_destroy, is kept), but none exists then anyway. */
+static void leave_large_maps_unparsed_once(void) {
   sbrec_port_binding_columns[SBREC_PORT_BINDING_COL_EXTERNAL_IDS].parse =
       port_binding_external_ids_unparsed;
   sbrec_datapath_binding_columns[SBREC_DATAPATH_BINDING_COL_EXTERNAL_IDS].parse =
       datapath_binding_external_ids_unparsed;
   vsrec_interface_columns[VSREC_INTERFACE_COL_EXTERNAL_IDS].parse = interface_external_ids_unparsed;
+}
+
+void okna_glue_leave_large_maps_unparsed(void) {
+  /* Once per process, before the first IDL of these classes exists (the open functions call it;
+   * IDLs may be opened on several threads, e.g. two agents in one test process): every row is
+   * parsed and unparsed with the same functions. The generated unparse (smap_destroy) is kept. */
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, leave_large_maps_unparsed_once);
 }
 
 const struct ovsdb_datum* okna_glue_map_datum(const struct ovsdb_idl_row* row,
