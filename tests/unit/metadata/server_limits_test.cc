@@ -181,6 +181,50 @@ TEST_F(ServerTest, PipelinedRequestsAnsweredInOrder) {
   EXPECT_EQ(r2->body, "2");
 }
 
+TEST_F(ServerTest, ARequestSentWhileTheLastIsAnsweredIsReadAfterTheAnswer) {
+  // A request that arrives while Nova is still answering the last one: its readiness is
+  // reported while no read is pending, and it must still be read once the answer is out.
+  start();
+  RawClient c(port_);
+  for (int round = 0; round < 20; ++round) {
+    const std::string first = "/first/" + std::to_string(round);
+    const std::string second = "/second/" + std::to_string(round);
+    ASSERT_TRUE(c.send(getRequest(first)));
+    auto p1 = nextNova();
+    ASSERT_TRUE(p1);
+    EXPECT_NE(p1->request.url.find(first), std::string::npos);
+    ASSERT_TRUE(c.send(getRequest(second)));
+    // Let the loop see the second request arrive before the first is answered.
+    for (int i = 0; i < 3; ++i) loop_.run([] {});
+    answer(p1, 200, "1");
+    auto p2 = nextNova();
+    ASSERT_TRUE(p2) << "round " << round;
+    EXPECT_NE(p2->request.url.find(second), std::string::npos);
+    answer(p2, 200, "2");
+    auto r1 = c.read();
+    auto r2 = c.read();
+    ASSERT_TRUE(r1 && r2);
+    EXPECT_EQ(r1->body, "1");
+    EXPECT_EQ(r2->body, "2");
+  }
+}
+
+TEST_F(ServerTest, AClientGoneWhileItsRequestIsAnsweredIsClosedAfterwards) {
+  start();
+  std::shared_ptr<okna::testing::FakeHttpClient::Pending> p;
+  {
+    RawClient c(port_);
+    ASSERT_TRUE(c.send(getRequest("/bye")));
+    p = nextNova();
+    ASSERT_TRUE(p);
+    EXPECT_EQ(connections(), 1u);
+  }  // closed before Nova answers
+  for (int i = 0; i < 3; ++i) loop_.run([] {});
+  answer(p, 200, "late");
+  waitFor([&] { return connections() == 0; }, std::chrono::seconds(10));
+  EXPECT_EQ(connections(), 0u);
+}
+
 TEST_F(ServerTest, ManyPipelinedAnswersWrittenAtOnceStayInOrder) {
   // Answers without Nova (lookup miss: 404) are written inside the handler that read the
   // request; the pipelined ones behind it must still come out one by one, in order.
