@@ -40,6 +40,7 @@ need_root
 
 T=$(mktemp -d /tmp/okof-scale.XXXXXX)
 tag=${T##*.}
+vm_sink=okof-scvms$tag  # where the bare VMs' far ends live (see add_nets)
 CH=$T/chassis
 agent_pid="" agent_n=0 monitor="" watcher=""
 cleanup() {
@@ -151,6 +152,8 @@ add_nets() {
   : >"$T/plug-$first"
   : >"$T/sample-$first"
   : >"$T/veths-$first"
+  : >"$T/sink-$first"
+  ip netns pids "$vm_sink" >/dev/null 2>&1 || _okof_netns_add "$vm_sink" || return 1
   while read -r _net md_ip md_mac lsp mac ip prefix gw dev; do
     tap=tap${lsp:0:11}
     if ((i < sample)); then
@@ -165,15 +168,21 @@ add_nets() {
         _okof_hv_ip link set "$tap" up || return 1
       echo "$ns" >>"$T/sample-$first"
     else
-      # a bare veth in the chassis namespace: bound by ovn-controller, never asks for metadata
-      printf 'link add %s type veth peer name v%s\nlink set %s up\nlink set v%s up\n' \
-        "$tap" "${lsp:0:11}" "$tap" "${lsp:0:11}" >>"$T/veths-$first"
+      # A bare veth: bound by ovn-controller, never asks for metadata. Its far end (the VM's
+      # NIC) goes to one shared namespace: a real hypervisor has one host interface per VM, and
+      # ovs-vswitchd dumps every route of its namespace again after each link change there
+      # (lib/route-table.c), so 800 far ends with IPv6 routes beside it made every agent
+      # start slower than on a real host.
+      printf 'link add %s type veth peer name v%s netns %s\nlink set %s up\n' \
+        "$tap" "${lsp:0:11}" "$vm_sink" "$tap" >>"$T/veths-$first"
+      printf 'link set v%s up\n' "${lsp:0:11}" >>"$T/sink-$first"
     fi
     printf -- '-- add-port br-int %s -- set Interface %s external_ids:iface-id=%s external_ids:attached-mac=%s external_ids:iface-status=active external_ids:vm-uuid=%s\n' \
       "$tap" "$tap" "$lsp" "$mac" "$dev" >>"$T/plug-$first"
     i=$((i + 1))
   done <"$T/nets-$first"
   [[ -s "$T/veths-$first" ]] && { _okof_hv_ip -b "$T/veths-$first" || return 1; }
+  [[ -s "$T/sink-$first" ]] && { ip -n "$vm_sink" -b "$T/sink-$first" || return 1; }
   return 0
 }
 # plug FIRST: all ports of add_nets FIRST into br-int, 250 per ovs-vsctl transaction.
