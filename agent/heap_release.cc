@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <string_view>
 
 namespace okna::agent {
 
@@ -24,6 +26,18 @@ std::string releaseFreedHeap() {
   std::snprintf(text, sizeof text, "RSS %.1f -> %.1f MB", static_cast<double>(before) / 1e6,
                 static_cast<double>(after) / 1e6);
   return text;
+}
+
+bool shouldUseOneMallocArena(const char* mallocArenaMax, const char* glibcTunables) {
+  if (mallocArenaMax != nullptr) return false;
+  return glibcTunables == nullptr ||
+         std::string_view(glibcTunables).find("glibc.malloc.arena_max") == std::string_view::npos;
+}
+
+bool useOneMallocArena() {
+  if (!shouldUseOneMallocArena(std::getenv("MALLOC_ARENA_MAX"), std::getenv("GLIBC_TUNABLES")))
+    return false;
+  return ::mallopt(M_ARENA_MAX, 1) == 1;
 }
 
 }  // namespace okna::agent

@@ -9,6 +9,7 @@
 #include "agent/agent.h"
 #include "agent/config.h"
 #include "agent/dry_run.h"
+#include "agent/heap_release.h"
 #include "core/curl_http_client.h"
 #include "core/logging.h"
 #include "core/run_loop.h"
@@ -25,6 +26,8 @@ std::string envOr(const char* name, const std::string& fallback) {
 
 int main(int argc, char** argv) {
   using namespace okna;
+  // Before any thread exists (see heap_release.h).
+  agent::useOneMallocArena();
   CLI::App app{
       "openkeel-node-agent: makes this node an OpenKeel node of its roles (OVN chassis, Placement "
       "provider, metadata service)"};
