@@ -3,9 +3,9 @@
 # nsenter, as run.sh). One real OVN chassis (tests/fixtures/ovn/chassis.sh); networks are written
 # in bulk by scale_nets.py (one NB transaction, ML2/OVN's rows), each with ONE compute port
 # requested on our chassis. Its "VM" is either a real namespace (as chassis.sh add-vm builds it,
-# plus a static neighbour entry for the metadata IP) or -- beyond the sample -- a bare veth in
-# the chassis namespace: ovn-controller binds both alike (iface-id), but only real namespaces can
-# ask for metadata. All ports of a step are plugged in ONE ovs-vsctl transaction ("bound at once").
+# plus a static neighbour entry for the metadata IP) or -- beyond the sample -- a bare veth whose
+# host end is in the chassis namespace (its far end, the VM's NIC, in one shared namespace):
+# ovn-controller binds both alike (iface-id), but only real namespaces can ask for metadata. All ports of a step are plugged in ONE ovs-vsctl transaction ("bound at once").
 # vm_poll.py asks every real VM namespace for meta_data.json until it gets a 200.
 #   (a) 1 network: SB Port_Binding up=true (ovsdb-client monitor timestamp) -> first 200 (x3)
 #   (b) B networks at once: plug -> all B bound (SB), agent ready B, the last VM answers
