@@ -5,7 +5,8 @@
 # requested on our chassis. Its "VM" is either a real namespace (as chassis.sh add-vm builds it,
 # plus a static neighbour entry for the metadata IP) or -- beyond the sample -- a bare veth whose
 # host end is in the chassis namespace (its far end, the VM's NIC, in one shared namespace):
-# ovn-controller binds both alike (iface-id), but only real namespaces can ask for metadata. All ports of a step are plugged in ONE ovs-vsctl transaction ("bound at once").
+# ovn-controller binds both alike (iface-id), but only real namespaces can ask for metadata.
+# All ports of a step are plugged in ONE ovs-vsctl transaction ("bound at once").
 # vm_poll.py asks every real VM namespace for meta_data.json until it gets a 200.
 #   (a) 1 network: SB Port_Binding up=true (ovsdb-client monitor timestamp) -> first 200 (x3)
 #   (b) B networks at once: plug -> all B bound (SB), agent ready B, the last VM answers
@@ -171,7 +172,7 @@ add_nets() {
       # A bare veth: bound by ovn-controller, never asks for metadata. Its far end (the VM's
       # NIC) goes to one shared namespace: a real hypervisor has one host interface per VM, and
       # ovs-vswitchd dumps every route of its namespace again after each link change there
-      # (lib/route-table.c), so 800 far ends with IPv6 routes beside it made every agent
+      # (lib/route-table.c), so ~800 far ends with IPv6 routes beside it made every agent
       # start slower than on a real host.
       printf 'link add %s type veth peer name v%s netns %s\nlink set %s up\n' \
         "$tap" "${lsp:0:11}" "$vm_sink" "$tap" >>"$T/veths-$first"
