@@ -14,7 +14,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/basic_parser.hpp>
-#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/error.hpp>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -23,6 +23,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/drain_aware_socket.h"
 #include "core/write_now.h"
 
 namespace okna::core {
@@ -32,7 +33,7 @@ namespace beast = boost::beast;
 namespace http = boost::beast::http;
 using tcp = asio::ip::tcp;
 // The io_context's concrete executor: no type-erased executor copies per operation.
-using Socket = asio::basic_stream_socket<tcp, asio::io_context::executor_type>;
+using Socket = DrainAwareSocket;
 
 namespace {
 
@@ -147,7 +148,7 @@ struct KeyHash {
 }  // namespace
 
 struct Connection {
-  explicit Connection(asio::io_context& io) : socket(io.get_executor()) {
+  explicit Connection(asio::io_context& io) : socket(io) {
     // Beast reads into what the buffer has room for, starting at 512 bytes: a 1.5 kB answer
     // took four reads (each a recv and a loop turn). Room for a usual answer in one.
     buffer.reserve(kReadRoom);
@@ -397,12 +398,45 @@ class Transfer final : public Deadlined, public std::enable_shared_from_this<Tra
     parser_.emplace(response_, request_.keepResponseHeaders);
     parser_->body_limit(64 << 20);
     if (request_.method == "HEAD") parser_->skip(true);
-    http::async_read(conn_->socket, conn_->buffer, *parser_,
-                     [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
-                       if (self->done_) return;
-                       if (ec) return self->retryOrFail(ec, "Recv failure");
-                       self->finish();
-                     });
+    // As http::async_read: parse header and body together as bytes come.
+    parser_->eager(true);
+    parseOrRead();
+  }
+
+  // Feeds the connection's buffered bytes to the parser and reads more until the answer is
+  // whole. Nova answers only after the request went out, so the read waits for the socket's
+  // readiness instead of trying a recv that would fail first (core::DrainAwareSocket).
+  void parseOrRead() {
+    beast::flat_buffer& buffer = conn_->buffer;
+    while (buffer.size() > 0) {
+      boost::system::error_code ec;
+      const std::size_t used = parser_->put(buffer.data(), ec);
+      buffer.consume(used);
+      if (ec == http::error::need_more) break;
+      if (ec) return retryOrFail(ec, "Recv failure");
+      if (parser_->is_done()) return finish();
+      if (used == 0) break;
+    }
+    if (parser_->is_done()) return finish();
+    conn_->socket.asyncReadSome(
+        buffer.prepare(Connection::kReadRoom),
+        [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+          if (self->done_) return;
+          if (ec == asio::error::eof) return self->onEndOfStream();
+          if (ec) return self->retryOrFail(ec, "Recv failure");
+          self->conn_->buffer.commit(n);
+          self->parseOrRead();
+        });
+  }
+
+  // The peer closed: the end of an answer without a length, else a failure (as Beast's read).
+  void onEndOfStream() {
+    if (!parser_->got_some()) return retryOrFail(http::error::end_of_stream, "Recv failure");
+    boost::system::error_code ec;
+    parser_->put_eof(ec);
+    if (ec) return retryOrFail(ec, "Recv failure");
+    if (!parser_->is_done()) return retryOrFail(http::error::partial_message, "Recv failure");
+    finish();
   }
 
   // A reused keep-alive connection the peer had closed fails before any answer: once, try a

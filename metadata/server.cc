@@ -23,6 +23,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/drain_aware_socket.h"
 #include "core/http_client.h"
 #include "core/logging.h"
 #include "core/metrics.h"
@@ -226,8 +227,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
       readHeader();
       return;
     }
-    // Idle until the next request's first byte (the first request gets the header timeout).
-    socket_.async_read_some(
+    // Idle until the next request's first byte (the first request gets the header timeout). The
+    // client sends it only after reading this answer: wait for it without a recv that would
+    // fail first (core::DrainAwareSocket).
+    socket_.asyncReadSome(
         buffer_.prepare(std::min<std::size_t>(4096, buffer_.max_size())),
         [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
           if (self->closed_) return;
@@ -410,7 +413,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   std::shared_ptr<MetadataServer::Impl> server_;
   std::shared_ptr<Network> net_;
-  Socket socket_;
+  core::DrainAwareSocket socket_;
   Clock::time_point deadline_{};
   std::string clientIp_;
   beast::flat_buffer buffer_;
