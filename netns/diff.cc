@@ -107,8 +107,9 @@ std::vector<NsOp> diffNamespace(const ObservedNamespace& observed,
     freshVeth = true;
   }
 
-  // After a creation or a move the inner end is down, without addresses, with a random MAC
-  // (creation) or its old one (move); offloads are device properties and survive a move.
+  // After a creation the inner end is down, without addresses, with the desired MAC (CreateVeth
+  // sets it); after a move it is down, without addresses, with its old MAC. Offloads are device
+  // properties and survive a move.
   bool innerUp = o.innerIfaceUp;
   std::vector<std::string> have;
   for (const auto& a : o.innerAddresses) have.push_back(canonicalOrSame(a));
@@ -119,7 +120,7 @@ std::vector<NsOp> diffNamespace(const ObservedNamespace& observed,
     innerUp = false;
     hostUp = false;
     have.clear();
-    mac.clear();
+    mac = lower(desired.mac);
     offloadsOff = false;
   } else if (!o.innerIfaceInNamespace) {
     add(NsOpKind::MoveInner);

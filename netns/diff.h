@@ -15,7 +15,7 @@ enum class NsOpKind {
   LoopbackUp,        // lo inside the namespace
   DeleteHostIface,   // a host-side interface with the host end's name that is not our veth
   DeleteInnerIface,  // an interface with the inner end's name that is not our veth's peer
-  CreateVeth,        // host end in the host namespace, inner end created inside the namespace
+  CreateVeth,        // host end in the host namespace, inner end created inside it with its MAC
   MoveInner,         // the inner end is still in the host namespace (an interrupted creation)
   SetMac,            // inner end's MAC
   InnerLinkUp,

@@ -180,6 +180,14 @@ TEST_F(NetnsKernel, EnsureCreatesWhatIproute2AndEthtoolSee) {
   EXPECT_FALSE(contains(host6, "inet6")) << host6;
   const auto route6 = sh("ip -6 route show dev " + desired_.hostIface).output;
   EXPECT_FALSE(contains(route6, "fe80::")) << route6;
+  // No IPv6 on it at all, so not even the ff00::/8 multicast route that every IPv6 link adds to
+  // the local table (one more route for ovs-vswitchd to re-read after every link change).
+  const auto allRoutes6 = sh("ip -6 route show table all dev " + desired_.hostIface).output;
+  EXPECT_EQ(allRoutes6, "") << allRoutes6;
+  EXPECT_EQ(sh("cat /proc/sys/net/ipv6/conf/" + desired_.hostIface + "/disable_ipv6").output,
+            "1\n");
+  // The inner end was created with its MAC: no separate change for it.
+  for (const auto& op : report.applied) EXPECT_NE(op.kind, NsOpKind::SetMac) << toString(op.kind);
   EXPECT_TRUE(contains(sh("ip -n " + desired_.name + " link show lo").output, ",UP"));
 
   const auto k = sh("ip netns exec " + desired_.name + " ethtool -k " + desired_.innerIface).output;

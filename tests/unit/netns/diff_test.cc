@@ -40,9 +40,9 @@ NsOp op(K kind, std::string address = "") {
   return NsOp{kind, std::move(address), false};
 }
 
+// CreateVeth gives the inner end its MAC: no SetMac after it.
 std::vector<NsOp> freshVethOps() {
   return {op(K::CreateVeth),
-          op(K::SetMac),
           op(K::InnerLinkUp),
           op(K::HostLinkUp),
           op(K::AddAddress, "10.0.0.2/24"),
