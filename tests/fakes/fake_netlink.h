@@ -47,11 +47,11 @@ class FakeNetlink : public netns::Netlink {
   }
 
   /** A veth pair as `ip link add HOST type veth peer name INNER netns NS` makes it. */
-  void addVeth(const std::string& hostName, const std::string& ns, const std::string& inner) {
+  void addVeth(const std::string& hostName, const std::string& ns, const std::string& inner,
+               const std::string& innerMac = "02:00:00:00:00:02") {
     namespaces[""].links[hostName] =
         FakeLink{false, true, ns, inner, "02:00:00:00:00:01", {}, false};
-    namespaces[ns].links[inner] =
-        FakeLink{false, true, "", hostName, "02:00:00:00:00:02", {}, false};
+    namespaces[ns].links[inner] = FakeLink{false, true, "", hostName, innerMac, {}, false};
   }
 
   core::Result<netns::ObservedNamespace> observe(const netns::DesiredNamespace& d) override {
@@ -111,7 +111,8 @@ class FakeNetlink : public netns::Netlink {
         if (link("", d.hostIface) != nullptr || link(d.name, d.innerIface) != nullptr) {
           return core::makeError("exists", EEXIST);
         }
-        addVeth(d.hostIface, d.name, d.innerIface);
+        // As the kernel applier: the inner end is created with the desired MAC.
+        addVeth(d.hostIface, d.name, d.innerIface, d.mac);
         break;
       case K::MoveInner: {
         FakeLink* in = link("", d.innerIface);

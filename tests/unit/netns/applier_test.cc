@@ -41,8 +41,8 @@ TEST(NamespaceApplier, CreatesEverythingThenIsIdempotent) {
   auto st = applier.ensure(d, &report);
   ASSERT_TRUE(st.ok()) << st.error().message;
   EXPECT_TRUE(report.created());
-  EXPECT_EQ(report.applied.size(), 10u);
-  EXPECT_EQ(report.summary(d), "created (10 ops)");
+  EXPECT_EQ(report.applied.size(), 9u);
+  EXPECT_EQ(report.summary(d), "created (9 ops)");
   const auto* in = fake.link(d.name, d.innerIface);
   ASSERT_NE(in, nullptr);
   EXPECT_EQ(in->mac, d.mac);
@@ -109,7 +109,7 @@ TEST(NamespaceApplier, PartialFailureReportsTheOpAndKeepsWhatSucceeded) {
       << st.error().message;
   ASSERT_EQ(report.failed.size(), 1u);
   EXPECT_EQ(report.failed[0].kind, K::AddAddress);
-  EXPECT_EQ(report.applied.size(), 6u);  // namespace, lo, veth, mac, inner up, host up
+  EXPECT_EQ(report.applied.size(), 5u);  // namespace, lo, veth (with its MAC), inner up, host up
   EXPECT_NE(fake.link("", d.hostIface), nullptr);
 
   // The next attempt does only what is left.
