@@ -194,6 +194,19 @@ agent_peaks() {
   echo "$threads $hwm"
 }
 
+# serving_pid CASE: the process that answers the VM: the agent, or the one nginx worker.
+serving_pid() {
+  if [[ "$1" == agent ]]; then echo "$agent_pid"; return; fi
+  local master
+  master=$(<"$T/nginx-$1/nginx.pid") && pgrep -P "$master" | head -n1
+}
+# cpu_ticks PID: its user + system time (all threads), in clock ticks.
+cpu_ticks() {
+  local f
+  read -r -a f <"/proc/$1/stat" && echo $((f[13] + f[14]))
+}
+hz=$(getconf CLK_TCK)
+
 # to_ms VALUE: wrk's 352.00us / 1.21ms / 1.02s -> milliseconds.
 to_ms() {
   awk -v v="$1" 'BEGIN {
@@ -207,7 +220,7 @@ runs=$T/runs.tsv
 
 # measure CASE LEVEL ROUND: one wrk run per connection count, appended to runs.tsv.
 measure() {
-  local case=$1 level=$2 round=$3 c raw rps p50 p99 errors load1 note peaks
+  local case=$1 level=$2 round=$3 c raw rps p50 p99 errors load1 note peaks pid before after reqs cpu
   # Warm-up (connections, caches, the datapath's flow cache), not measured.
   ip netns exec "$vm_ns" wrk -t1 -c16 -d2s "$url" >/dev/null 2>&1
   for c in $conns; do
@@ -220,7 +233,17 @@ measure() {
         --requests "$TRACE_REQUESTS" >"$raw.trace" 2>&1
       log "$case sb=$level trace: $(head -n1 "$raw.trace")"
     fi
+    # The serving process's CPU time per request: a figure the shared machine's speed of the
+    # moment moves far less than req/s (read from /proc around the run, no sampling during it).
+    pid=$(serving_pid "$case") before=""
+    [[ -n "$pid" ]] && before=$(cpu_ticks "$pid")
     ip netns exec "$vm_ns" wrk -t1 -c"$c" -d"${duration}s" --latency "$url" >"$raw" 2>&1
+    after="" cpu=""
+    [[ -n "$before" ]] && after=$(cpu_ticks "$pid")
+    reqs=$(awk '/requests in/ {print $1}' "$raw")
+    if [[ -n "$after" && "${reqs:-0}" -gt 0 ]]; then
+      cpu=$(awk -v t=$((after - before)) -v hz="$hz" -v n="$reqs" 'BEGIN {printf "%.1f", t * 1e6 / hz / n}')
+    fi
     if [[ "$case" == agent ]] && agent_pid_alive; then
       # Its threads after the run and its peak RSS since it started (VmHWM).
       peaks=$(agent_peaks)
@@ -230,9 +253,9 @@ measure() {
     p50=$(to_ms "$(awk '$1 == "50%" {print $2}' "$raw")")
     p99=$(to_ms "$(awk '$1 == "99%" {print $2}' "$raw")")
     errors=$(grep -E "Non-2xx|Socket errors" "$raw" | tr -s ' ' | paste -sd';' -)
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$case" "$level" "$c" "$round" "${rps:-0}" \
-      "$p50" "$p99" "${errors:-0}" "$load1" "$note" >>"$runs"
-    log "$case sb=$level c=$c round $round: ${rps:-FAIL} req/s, p50 $p50 ms, p99 $p99 ms ${errors:+($errors)}"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$case" "$level" "$c" "$round" "${rps:-0}" \
+      "$p50" "$p99" "${errors:-0}" "$load1" "${cpu:--}" "$note" >>"$runs"
+    log "$case sb=$level c=$c round $round: ${rps:-FAIL} req/s, p50 $p50 ms, p99 $p99 ms, CPU ${cpu:--} us/req ${errors:+($errors)}"
   done
 }
 
@@ -250,7 +273,7 @@ for level in $levels; do
       if "setup_$case"; then
         measure "$case" "$level" "$round"
       else
-        printf '%s\t%s\t-\t%s\tSETUP-FAILED\t\t\t\t\t\n' "$case" "$level" "$round" >>"$runs"
+        printf '%s\t%s\t-\t%s\tSETUP-FAILED\t\t\t\t\t\t\n' "$case" "$level" "$round" >>"$runs"
       fi
       "teardown_$case"
     done
@@ -269,8 +292,8 @@ summary() {
           END {
             if (n == 0) exit
             split(line[int((n + 1) / 2)], m, "\t")
-            printf "| %s | %s | %s | **%.0f** | %.0f-%.0f | %s | %s | %s | %s | %s |\n",
-              m[1], m[2], m[3], m[5], rps[1], rps[n], m[6], m[7], m[8], m[9], m[10]
+            printf "| %s | %s | %s | **%.0f** | %.0f-%.0f | %s | %s | %s | %s | %s | %s |\n",
+              m[1], m[2], m[3], m[5], rps[1], rps[n], m[6], m[7], m[8], m[9], m[10], m[11]
           }'
       done
     done
@@ -286,18 +309,18 @@ report() {
   echo "- machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), kernel $(uname -r), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
   echo "- software: $(ovs-vswitchd --version | head -1), $(ovn-controller --version | head -1), $(nginx -v 2>&1), wrk $(dpkg-query -W -f='${Version}' wrk)"
   echo "- wrk: \`ip netns exec okof-bench-<tag> wrk -t1 -c<N> -d${duration}s --latency $url\` ($bytes-byte meta_data.json), after a 2 s warm-up at -c16"
-  echo "- load1 = the 1-minute load average just before each run (the machine is shared)"
+  echo "- load1 = the 1-minute load average just before each run (the machine is shared); CPU us/req = user + system time of the serving process (the agent, all its threads; nginx: its one worker) over the run, per request"
   [[ -s "$T/sb_load.jsonl" ]] && echo "- SB load timings (sb_load.py): $(paste -sd' ' "$T/sb_load.jsonl")"
   echo
-  echo "| case | SB VIF ports | conns | req/s (median of $repeat) | min-max | p50 ms | p99 ms | errors | load1 | note |"
+  echo "| case | SB VIF ports | conns | req/s (median of $repeat) | min-max | p50 ms | p99 ms | errors | load1 | CPU us/req | note |"
   echo "|---|---|---|---|---|---|---|---|---|---|"
   summary
   echo
   echo "<details><summary>every run</summary>"
   echo
-  echo "| case | SB VIF ports | conns | round | req/s | p50 ms | p99 ms | errors | load1 | note |"
+  echo "| case | SB VIF ports | conns | round | req/s | p50 ms | p99 ms | errors | load1 | CPU us/req | note |"
   echo "|---|---|---|---|---|---|---|---|---|---|"
-  awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10}' "$runs"
+  awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11}' "$runs"
   echo
   echo "</details>"
 }
