@@ -284,7 +284,7 @@ core::Status createVeth(nl_sock* hostSock, const DesiredNamespace& d) {
     rtnl_link_set_name(peer.get(), d.innerIface.c_str());
     // Created directly inside the namespace, as `ip link add ... peer name X netns NS` does,
     // with its MAC: one change fewer, one turn fewer of the RTNL lock that ovs-vswitchd's dumps
-    // contend for. (Up at creation too was refused by libnl 3.7's veth peer encoding.)
+    // contend for. (Asking for it up in the same message failed here: NLE_FAILURE.)
     rtnl_link_set_ns_fd(peer.get(), *nsFd);
     if (innerMac) rtnl_link_set_addr(peer.get(), innerMac.get());
   }
