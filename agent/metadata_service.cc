@@ -1,9 +1,12 @@
 #include "agent/metadata_service.h"
 
+#include <unistd.h>
+
 #include "agent/heap_release.h"
 
 #include "core/beast_http_client.h"
 #include "core/logging.h"
+#include "netns/enter.h"
 #include "ovsdb/chassis_reconciler.h"
 
 namespace okna::agent {
@@ -91,7 +94,14 @@ core::Result<metadata::Plumbing::Ensured> MetadataService::ensure(
   auto desired = netns::metadataNamespaceFor(network.networkId, network.mac, network.addresses);
   if (!desired) return desired.error();
   netns::EnsureReport report;
-  if (auto s = applier_.ensure(*desired, &report); !s) return s.error();
+  const auto st = applier_.ensure(*desired, &report);
+  // What prepare() did for it counts as this ensure's work: "created", listeners to open.
+  if (auto it = prepared_.find(desired->name); it != prepared_.end()) {
+    report.applied.insert(report.applied.begin(), it->second.applied.begin(),
+                          it->second.applied.end());
+    prepared_.erase(it);
+  }
+  if (!st) return st.error();
   Ensured e;
   // A new namespace, or a new veth in an old one (`ip link delete` of either end), leaves the
   // listeners bound to a dead namespace or a dead interface (the IPv6 one names its ifindex).
@@ -103,7 +113,29 @@ core::Result<metadata::Plumbing::Ensured> MetadataService::ensure(
   return e;
 }
 
+void MetadataService::prepare(
+    const std::vector<std::shared_ptr<const metadata::NetworkPlan>>& networks) {
+  std::size_t prepared = 0;
+  for (const auto& network : networks) {
+    auto desired =
+        netns::metadataNamespaceFor(network->networkId, network->mac, network->addresses);
+    // Namespaces that exist are left to ensure(): adopting them needs no host-visible change.
+    if (!desired ||
+        ::access((std::string(netns::kNetnsRunDir) + "/" + desired->name).c_str(), F_OK) == 0)
+      continue;
+    netns::EnsureReport& report = prepared_[desired->name];
+    if (auto s = applier_.prepare(*desired, &report); !s) {
+      core::logger("metadata")
+          ->debug("prepare {}: {} (left to its ensure)", desired->name, s.error().message);
+    }
+    ++prepared;
+  }
+  if (prepared > 0)
+    core::logger("metadata")->debug("prepared {} new namespaces' host side at once", prepared);
+}
+
 core::Status MetadataService::remove(const std::string& namespaceName) {
+  prepared_.erase(namespaceName);
   return applier_.remove(namespaceName);
 }
 

@@ -5,6 +5,7 @@
 // here lives on the loop thread except what the worker runs.
 
 #include <boost/asio/io_context.hpp>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -50,6 +51,7 @@ class MetadataService : private metadata::Plumbing,
  private:
   // metadata::Plumbing, on the worker thread.
   core::Result<Ensured> ensure(const metadata::NetworkPlan& network) override;
+  void prepare(const std::vector<std::shared_ptr<const metadata::NetworkPlan>>& networks) override;
   core::Status remove(const std::string& namespaceName) override;
   core::Result<std::vector<std::string>> list() override;
   core::Result<int> listen(const metadata::NetworkPlan& network, const std::string& address,
@@ -67,6 +69,8 @@ class MetadataService : private metadata::Plumbing,
   std::unique_ptr<core::HttpClient> novaHttp_;
   netns::NetlinkImpl netlink_;
   netns::NamespaceApplier applier_;
+  // What prepare() did per namespace, until its ensure() reports it (worker thread only).
+  std::map<std::string, netns::EnsureReport> prepared_;
   netns::Worker worker_;
   metadata::MetadataServer server_;
   metadata::Reconciler reconciler_;

@@ -165,6 +165,7 @@ void Reconciler::reconcile() {
       }
     }
   }
+  flushEnsures();
   if (nextRetry) scheduleRetry(*nextRetry);
   flushOutputs();
 }
@@ -244,7 +245,8 @@ void Reconciler::startEnsure(const std::shared_ptr<const NetworkPlan>& planned) 
   const bool listening = st.listening;
   std::vector<std::string> addresses{kMetadataIpv4};
   if (options_.ipv6) addresses.push_back(std::string(kMetadataIpv6) + "%" + network.innerIface);
-  runOnWorker_([this, alive = alive_, planned, listening, addresses] {
+  if (!listening) pendingNew_.push_back(planned);
+  pendingEnsures_.emplace_back([this, alive = alive_, planned, listening, addresses] {
     auto ensured = plumbing_.ensure(*planned);
     std::vector<core::Result<int>> fds;
     if (ensured && (!listening || ensured->namespaceCreated))
@@ -260,6 +262,15 @@ void Reconciler::startEnsure(const std::shared_ptr<const NetworkPlan>& planned) 
           }
         });
   });
+}
+
+void Reconciler::flushEnsures() {
+  if (pendingNew_.size() >= 2) {
+    runOnWorker_([this, batch = std::move(pendingNew_)] { plumbing_.prepare(batch); });
+  }
+  pendingNew_.clear();
+  for (auto& task : pendingEnsures_) runOnWorker_(std::move(task));
+  pendingEnsures_.clear();
 }
 
 void Reconciler::onEnsured(const std::shared_ptr<const NetworkPlan>& planned,

@@ -51,6 +51,15 @@ class Plumbing {
   };
   /** Namespace, veth pair, MAC, addresses, offloads. */
   virtual core::Result<Ensured> ensure(const NetworkPlan& network) = 0;
+  /**
+   * Called (on the worker, before their ensure()) with the networks of one reconcile pass that
+   * have no listener yet, when there are several: may do at once the host-visible part of
+   * their set-up (see netns::NamespaceApplier::prepare). Best effort; ensure() stays the judge
+   * and reports what was created, here or there.
+   */
+  virtual void prepare(const std::vector<std::shared_ptr<const NetworkPlan>>& networks) {
+    (void)networks;
+  }
   virtual core::Status remove(const std::string& namespaceName) = 0;
   /** The ovnmeta-* namespaces on the host. */
   virtual core::Result<std::vector<std::string>> list() = 0;
@@ -173,6 +182,8 @@ class Reconciler {
   // submitPorts() and updateHealth(), at most once per outputInterval during a burst.
   void flushOutputs();
   void startEnsure(const std::shared_ptr<const NetworkPlan>& network);
+  // Hands the ensures of one pass to the worker, preceded by one prepare() of the new ones.
+  void flushEnsures();
   void onEnsured(const std::shared_ptr<const NetworkPlan>& planned,
                  core::Result<Plumbing::Ensured> ensured, std::vector<core::Result<int>> fds);
   void startRemove(const std::string& networkId, const std::string& namespaceName);
@@ -192,6 +203,9 @@ class Reconciler {
   ReconcilerOptions options_;
   Plumbing& plumbing_;
   RunOnWorker runOnWorker_;
+  // Ensures started by the current reconcile pass, not yet handed to the worker.
+  std::vector<std::function<void()>> pendingEnsures_;
+  std::vector<std::shared_ptr<const NetworkPlan>> pendingNew_;
   Listeners& listeners_;
   SubmitOvs submitOvs_;
   core::MetricsRegistry& metrics_;

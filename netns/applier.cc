@@ -70,6 +70,36 @@ core::Status NamespaceApplier::ensure(const DesiredNamespace& desired, EnsureRep
                          EAGAIN);
 }
 
+core::Status NamespaceApplier::prepare(const DesiredNamespace& desired, EnsureReport* report) {
+  *report = EnsureReport{};
+  auto observed = netlink_.observe(desired);
+  if (!observed) return withContext("namespace " + desired.name + ": observe", observed.error());
+  std::vector<NsOp> hostVisible;
+  for (const auto& op : diffNamespace(*observed, desired)) {
+    switch (op.kind) {
+      case NsOpKind::CreateNamespace:
+      case NsOpKind::DeleteHostIface:
+      case NsOpKind::DeleteInnerIface:
+      case NsOpKind::CreateVeth:
+      case NsOpKind::MoveInner:
+      case NsOpKind::InnerLinkUp:  // before the host end: it comes up with its carrier at once
+      case NsOpKind::HostLinkUp:
+        hostVisible.push_back(op);
+        break;
+      default:
+        break;
+    }
+  }
+  std::size_t done = 0;
+  const auto st = netlink_.applyAll(hostVisible, desired, &done);
+  report->applied.assign(hostVisible.begin(), hostVisible.begin() + static_cast<long>(done));
+  if (!st) {
+    const NsOp& failed = hostVisible[std::min(done, hostVisible.size() - 1)];
+    return withContext("namespace " + desired.name + ": " + describe(failed, desired), st.error());
+  }
+  return {};
+}
+
 core::Status NamespaceApplier::remove(const std::string& name) {
   const std::string hostIface = hostIfaceForNamespace(name);
   if (hostIface.empty() || name.find('/') != std::string::npos) {

@@ -33,6 +33,14 @@ class NamespaceApplier {
    * (its object) and the code is the errno; `report` (optional) lists what was done either way.
    */
   core::Status ensure(const DesiredNamespace& desired, EnsureReport* report = nullptr);
+  /**
+   * Only the part of ensure() that the host namespace sees: the namespace, the veth pair, both
+   * ends up (no addresses, loopback or offloads, which happen inside). Run over many new
+   * namespaces before their ensure(), it gathers the link changes that make ovs-vswitchd re-read
+   * every link of the host into one short burst instead of one per namespace all along the
+   * start. Best effort: what fails here ensure() redoes and reports. `report` lists what it did.
+   */
+  core::Status prepare(const DesiredNamespace& desired, EnsureReport* report);
   /** Deletes an `ovnmeta-` namespace and its veth pair; absent is fine. Other names: EINVAL. */
   core::Status remove(const std::string& name);
   /** The `ovnmeta-` namespaces under /run/netns, sorted. */

@@ -21,6 +21,7 @@ using ovsdb::SbPort;
 class FakePlumbing : public Plumbing {
  public:
   core::Result<Ensured> ensure(const NetworkPlan& n) override {
+    calls.push_back("ensure " + n.networkId);
     ensured.push_back(n);
     if (failEnsure) return core::makeError("netlink: boom");
     Ensured e;
@@ -28,6 +29,11 @@ class FakePlumbing : public Plumbing {
     e.changes = e.namespaceCreated ? "created namespace" : "";
     existing.insert(n.namespaceName);
     return e;
+  }
+  void prepare(const std::vector<std::shared_ptr<const NetworkPlan>>& networks) override {
+    std::string call = "prepare";
+    for (const auto& n : networks) call += " " + n->networkId;
+    calls.push_back(call);
   }
   core::Status remove(const std::string& ns) override {
     removed.push_back(ns);
@@ -43,6 +49,8 @@ class FakePlumbing : public Plumbing {
     return ::dup(0);
   }
   std::vector<NetworkPlan> ensured;
+  // prepare and ensure calls, in the worker's order.
+  std::vector<std::string> calls;
   std::vector<std::string> removed;
   std::vector<std::string> listens;
   std::set<std::string> existing;
@@ -268,6 +276,19 @@ TEST_F(ReconcilerTest, ABurstOfSetUpsIsPluggedInOneGoAndALoneOneAtOnce) {
   settle();
   EXPECT_EQ(submits_, afterBurst + 2);
   EXPECT_EQ(ovs_.ports.size(), 4u);
+}
+
+TEST_F(ReconcilerTest, NewNetworksOfOnePassArePreparedTogetherBeforeTheirEnsures) {
+  r_->setActive(true);
+  r_->update(view({"net-a", "net-b", "net-c"}), "br-int", ports({}));
+  settle();
+  EXPECT_EQ(plumbing_.calls, (std::vector<std::string>{"prepare net-a net-b net-c", "ensure net-a",
+                                                       "ensure net-b", "ensure net-c"}));
+  // One more network alone, and re-checks of serving ones, are not prepared.
+  plumbing_.calls.clear();
+  r_->update(view({"net-a", "net-b", "net-c", "net-d"}), "br-int", ports({}));
+  settle();
+  EXPECT_EQ(plumbing_.calls, (std::vector<std::string>{"ensure net-d"}));
 }
 
 TEST_F(ReconcilerTest, ABurstThatSettledIsReportedOnceAndALoneNetworkIsNot) {

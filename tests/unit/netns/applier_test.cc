@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "tests/fakes/fake_netlink.h"
 
 namespace okna::netns {
@@ -54,6 +56,46 @@ TEST(NamespaceApplier, CreatesEverythingThenIsIdempotent) {
   EXPECT_TRUE(report.unchanged());
   EXPECT_EQ(report.summary(d), "adopted unchanged");
   EXPECT_TRUE(fake.applied.empty());
+}
+
+std::vector<K> kinds(const std::vector<NsOp>& ops) {
+  std::vector<K> k;
+  for (const auto& op : ops) k.push_back(op.kind);
+  return k;
+}
+
+TEST(NamespaceApplier, PrepareDoesOnlyTheHostVisiblePartAndEnsureTheRest) {
+  FakeNetlink fake;
+  NamespaceApplier applier(fake);
+  const auto d = desired();
+  EnsureReport prepared;
+  ASSERT_TRUE(applier.prepare(d, &prepared).ok());
+  EXPECT_EQ(kinds(prepared.applied),
+            (std::vector<K>{K::CreateNamespace, K::CreateVeth, K::InnerLinkUp, K::HostLinkUp}));
+  EXPECT_TRUE(fake.link("", d.hostIface)->up);
+  const auto& inner = fake.link(d.name, d.innerIface)->addresses;
+  EXPECT_EQ(std::count(inner.begin(), inner.end(), "10.0.0.2/24"), 0) << "addresses are inside";
+  EnsureReport rest;
+  ASSERT_TRUE(applier.ensure(d, &rest).ok());
+  EXPECT_EQ(kinds(rest.applied), (std::vector<K>{K::LoopbackUp, K::AddAddress, K::AddAddress,
+                                                 K::AddAddress, K::DisableOffloads}));
+  EXPECT_EQ(prepared.applied.size() + rest.applied.size(), 9u) << "as many ops as one ensure";
+  EnsureReport again;
+  ASSERT_TRUE(applier.prepare(d, &again).ok());
+  EXPECT_TRUE(again.applied.empty());
+}
+
+TEST(NamespaceApplier, PrepareFailureNamesTheOpAndKeepsWhatSucceeded) {
+  FakeNetlink fake;
+  fake.failures[K::HostLinkUp] = EPERM;
+  NamespaceApplier applier(fake);
+  const auto d = desired();
+  EnsureReport prepared;
+  auto st = applier.prepare(d, &prepared);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("HostLinkUp " + d.hostIface), std::string::npos)
+      << st.error().message;
+  EXPECT_EQ(prepared.applied.size(), 3u);
 }
 
 TEST(NamespaceApplier, AdoptsNeutronNamespaceWithoutTouchingIt) {
