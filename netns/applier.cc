@@ -52,14 +52,7 @@ core::Status NamespaceApplier::ensure(const DesiredNamespace& desired, EnsureRep
       log->debug("{}: {}", desired.name, r.summary(desired));
       return {};
     }
-    std::size_t done = 0;
-    const auto st = netlink_.applyAll(ops, desired, &done);
-    r.applied.insert(r.applied.end(), ops.begin(), ops.begin() + static_cast<long>(done));
-    if (!st) {
-      const NsOp& failed = ops[std::min(done, ops.size() - 1)];
-      r.failed.push_back(failed);
-      return withContext(ctx + ": " + describe(failed, desired), st.error());
-    }
+    if (auto st = applyRecorded(ops, desired, r); !st) return st;
   }
   auto observed = netlink_.observe(desired);
   if (!observed) return withContext(ctx + ": observe", observed.error());
@@ -90,14 +83,19 @@ core::Status NamespaceApplier::prepare(const DesiredNamespace& desired, EnsureRe
         break;
     }
   }
+  return applyRecorded(hostVisible, desired, *report);
+}
+
+core::Status NamespaceApplier::applyRecorded(const std::vector<NsOp>& ops,
+                                             const DesiredNamespace& desired,
+                                             EnsureReport& report) {
   std::size_t done = 0;
-  const auto st = netlink_.applyAll(hostVisible, desired, &done);
-  report->applied.assign(hostVisible.begin(), hostVisible.begin() + static_cast<long>(done));
-  if (!st) {
-    const NsOp& failed = hostVisible[std::min(done, hostVisible.size() - 1)];
-    return withContext("namespace " + desired.name + ": " + describe(failed, desired), st.error());
-  }
-  return {};
+  const auto st = netlink_.applyAll(ops, desired, &done);
+  report.applied.insert(report.applied.end(), ops.begin(), ops.begin() + static_cast<long>(done));
+  if (st) return {};
+  const NsOp& failed = ops[std::min(done, ops.size() - 1)];
+  report.failed.push_back(failed);
+  return withContext("namespace " + desired.name + ": " + describe(failed, desired), st.error());
 }
 
 core::Status NamespaceApplier::remove(const std::string& name) {

@@ -47,6 +47,11 @@ class NamespaceApplier {
   core::Result<std::vector<std::string>> listMetadataNamespaces();
 
  private:
+  // Applies `ops` in order, appends the ones that succeeded to `report` and the failing one to
+  // its `failed`; the error names the namespace and that op.
+  core::Status applyRecorded(const std::vector<NsOp>& ops, const DesiredNamespace& desired,
+                             EnsureReport& report);
+
   Netlink& netlink_;
 };
 
