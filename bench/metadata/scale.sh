@@ -14,8 +14,10 @@
 #   (d) agent VmRSS with 0, B+3 and S networks
 #   sudo bench/metadata/scale.sh [--batch 200] [--batch-sample 200] [--startup 1000]
 #                                [--startup-sample 20] [--keep] [--only-startup] [--rounds N]
-#                                [--startup-poll-ms 200]
+#                                [--startup-poll-ms 200] [--modes "cold warm"]
 #   --only-startup: skip (a) and (b); --rounds N: (c) cold and warm N times;
+#   --modes: which starts (c) makes, in order: cold, warm, and ports (the namespaces kept, only
+#   their OVS ports removed: what ovs-vswitchd and ovn-controller alone take to add and bind them);
 #   --startup-poll-ms: how often each sampled VM asks during (c) (its resolution).
 #   AGENT_BINS="bin1 bin2": (c) runs each binary in turn in every round (A/B on one chassis, in
 #   the same conditions); default: OKNA_AGENT_BIN or the build's agent.
@@ -23,7 +25,7 @@ set -uo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 batch=200 batch_sample=200 startup=1000 startup_sample=20 keep=0 only_startup=0 rounds=1
-startup_poll_ms=200
+startup_poll_ms=200 modes="cold warm"
 while (($#)); do
   case "$1" in
     --batch) batch=$2; shift 2 ;;
@@ -34,6 +36,7 @@ while (($#)); do
     --only-startup) only_startup=1; shift ;;
     --rounds) rounds=$2; shift 2 ;;
     --startup-poll-ms) startup_poll_ms=$2; shift 2 ;;
+    --modes) modes=$2; shift 2 ;;
     *) usage ;;
   esac
 done
@@ -286,6 +289,16 @@ remove_metadata() {
   log "removed the old ovnmeta namespaces in $(ms "$t0" "$(now)") ms"
   settle
 }
+# ports: the namespaces stay, only their OVS ports go (what OVS and OVN alone take to add and
+# bind 1,000 ports: the floor under a cold start on this chassis)
+remove_ports() {
+  stop_agent
+  awk -F= '$1 == "metadata_tap_host" { print "-- --if-exists del-port br-int " $2 }' \
+    "$CH"/net/*/info >"$T/unplug"
+  # shellcheck disable=SC2046
+  _okof_vsctl $(cat "$T/unplug") || exit 1
+  settle
+}
 # settle: wait until the machine is idle, so that the kernel's teardown of the
 # namespaces just deleted (cleanup_net runs in kworkers for seconds after `ip netns del`) does not
 # run into the start being measured. At most 60 s.
@@ -311,8 +324,9 @@ for round in $(seq "$rounds"); do
     export OKNA_AGENT_BIN=$bin
     remove_metadata
     ((${#bins[@]} > 1 || rounds > 1)) && res "(c) round $round, agent $bin"
-    for mode in cold warm; do
+    for mode in $modes; do
       [[ $mode == warm ]] && stop_agent
+      [[ $mode == ports ]] && remove_ports
       # The sampled VMs ask every $startup_poll_ms ms (cloud-init retries about once a second):
       # each attempt before the flows exist is an upcall in ovs-vswitchd, and 223 VMs at 50 ms
       # were ~4,500 upcalls a second taken from the start being measured.
