@@ -163,8 +163,11 @@ metadata::LookupResult MetadataService::lookup(const std::string& networkId,
   const auto ports = reconciler_.lookup(networkId, clientIp);
   metadata::LookupResult r;
   r.matches = static_cast<int>(ports.size());
-  if (ports.size() == 1) r.port = {ports[0].logicalPort, ports[0].deviceId, ports[0].projectId};
-  for (const auto& p : ports) r.portUuids += (r.portUuids.empty() ? "" : ", ") + p.uuid;
+  if (ports.size() == 1) {
+    r.port = {ports[0]->logicalPort, ports[0]->deviceId, ports[0]->projectId};
+    return r;
+  }
+  for (const ovsdb::SbPort* p : ports) r.portUuids += (r.portUuids.empty() ? "" : ", ") + p->uuid;
   return r;
 }
 

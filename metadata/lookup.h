@@ -2,18 +2,22 @@
 // Who is asking: the VIF port of a network that owns a client IP. The agent implements this from
 // its OVN Southbound index (Port_Binding mac[0] addresses of the network's datapath); the proxy
 // only consumes it. Lookups run on the event loop and must not block or scan.
+//
+// An InstancePort views the lookup's own rows (no copy per request): valid until the event loop
+// runs another handler. The proxy copies what it keeps beyond the handler that looked it up.
 
 #include <string>
+#include <string_view>
 
 namespace okna::metadata {
 
 struct InstancePort {
   // Port_Binding.logical_port (the Neutron port id), for logs.
-  std::string logicalPort;
+  std::string_view logicalPort;
   // external_ids:neutron:device_id: the Nova instance uuid (X-Instance-ID).
-  std::string deviceId;
+  std::string_view deviceId;
   // external_ids:neutron:project_id (X-Tenant-ID).
-  std::string projectId;
+  std::string_view projectId;
 };
 
 struct LookupResult {

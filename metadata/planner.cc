@@ -147,8 +147,4 @@ MetadataPlan planMetadata(const ovsdb::SbMetadataView& view, bool ipv6) {
   return plan;
 }
 
-IndexedPort indexedPort(const ovsdb::SbPort& port) {
-  return {port.logicalPort, port.deviceId, port.projectId, port.uuid};
-}
-
 }  // namespace okna::metadata

@@ -43,16 +43,6 @@ struct NetworkPlan {
   bool operator==(const NetworkPlan&) const = default;
 };
 
-/** A VM port a client IP resolves to. */
-struct IndexedPort {
-  std::string logicalPort;
-  std::string deviceId;
-  std::string projectId;
-  // The Port_Binding row (Neutron logs these when an IP matches several ports).
-  std::string uuid;
-  bool operator==(const IndexedPort&) const = default;
-};
-
 struct MetadataPlan {
   // False while the Southbound view is not complete: then nothing may be torn down.
   bool synced = false;
@@ -69,9 +59,6 @@ struct MetadataPlan {
 };
 
 MetadataPlan planMetadata(const ovsdb::SbMetadataView& view, bool ipv6);
-
-/** What a request is answered with: the VIF's identity. */
-IndexedPort indexedPort(const ovsdb::SbPort& port);
 
 /** The index key of a VIF's MAC (IPv6 clients are found by the MAC of their EUI-64 address). */
 std::string macIndexKey(const std::string& mac);

@@ -548,8 +548,8 @@ void Reconciler::scheduleRetry(TimePoint at) {
   });
 }
 
-std::vector<IndexedPort> Reconciler::lookup(const std::string& networkId,
-                                            const std::string& clientIp) const {
+std::span<const ovsdb::SbPort* const> Reconciler::lookup(const std::string& networkId,
+                                                         const std::string& clientIp) const {
   const auto net = plan_.index.find(networkId);
   if (net == plan_.index.end()) return {};
   auto it = net->second.find(clientIp);
@@ -557,10 +557,8 @@ std::vector<IndexedPort> Reconciler::lookup(const std::string& networkId,
     const std::string mac = macOfLinkLocal(clientIp);
     if (!mac.empty()) it = net->second.find(macIndexKey(mac));
   }
-  std::vector<IndexedPort> ports;
-  if (it != net->second.end())
-    for (const ovsdb::SbPort* port : it->second) ports.push_back(indexedPort(*port));
-  return ports;
+  if (it == net->second.end()) return {};
+  return it->second;
 }
 
 bool Reconciler::isSetUp(const NetworkPlan& planned, const NetworkState& st) const {

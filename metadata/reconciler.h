@@ -23,6 +23,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -144,8 +145,13 @@ class Reconciler {
     onSettled_ = std::move(onSettled);
   }
 
-  /** The client IP's port in that network: 0, 1 or several matches. */
-  std::vector<IndexedPort> lookup(const std::string& networkId, const std::string& clientIp) const;
+  /**
+   * The bound VIFs of that network that list the client IP: 0, 1 or several. Rows of the
+   * current plan: valid until the next update() (the event loop's next turn), not copied, so
+   * a request's lookup allocates nothing.
+   */
+  std::span<const ovsdb::SbPort* const> lookup(const std::string& networkId,
+                                               const std::string& clientIp) const;
   const MetadataPlan& plan() const { return plan_; }
   /** Checks (and repairs) every serving network now; the verify timer calls it. */
   void verifyAll();

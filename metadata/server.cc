@@ -121,7 +121,7 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
   // The signature of an instance id under the current secret. HMAC through OpenSSL 3's EVP
   // (algorithm fetch, context, locks) was a tenth of the proxy's CPU; a VM asks dozens of times
   // with the same id, so signatures are kept until the secret changes (bounded).
-  const std::string& signatureFor(const std::string& secretValue, const std::string& instanceId) {
+  const std::string& signatureFor(std::string_view secretValue, const std::string& instanceId) {
     if (signatureGeneration != secret.loads()) {
       signatures.clear();
       signatureGeneration = secret.loads();
@@ -329,13 +329,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return respond(errorResponse(500), version, keepAlive, found.port.deviceId, target);
     }
     const std::string_view method = request_.method;
-    instanceId_ = found.port.deviceId;
+    instanceId_.assign(found.port.deviceId);
     path_.assign(target.substr(0, target.find('?')));
     version_ = version;
     keepAlive_ = keepAlive;
     novaRequest_ =
         buildNovaRequest(server_->nova, method, target, std::move(request_.body), clientIp_,
-                         found.port, server_->signatureFor(*secret, found.port.deviceId));
+                         found.port, server_->signatureFor(*secret, instanceId_));
     parser_.reset();
     const auto maxInFlight =
         static_cast<std::size_t>(server_->config.limits.maxInFlightPerNamespace);

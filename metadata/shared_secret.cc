@@ -29,7 +29,7 @@ SharedSecret::SharedSecret(std::string path, std::chrono::milliseconds recheck)
   nextCheck_ = Clock::now() + recheck_;
 }
 
-core::Result<std::string> SharedSecret::get(Clock::time_point now) {
+core::Result<std::string_view> SharedSecret::get(Clock::time_point now) {
   if (!path_.empty() && now >= nextCheck_) {
     nextCheck_ = now + recheck_;
     struct stat st {};
@@ -49,7 +49,7 @@ core::Result<std::string> SharedSecret::get(Clock::time_point now) {
     }
   }
   if (!loaded_) return lastError_;
-  return secret_;
+  return std::string_view(secret_);
 }
 
 core::Status SharedSecret::reload() {

@@ -162,8 +162,8 @@ TEST_P(ProxyIntegrationTest, ForgedHeadersChangeNothing) {
       {"user-agent", {"openkeel-node-agent/test"}},
       {"accept", {"*/*"}},
       {"x-forwarded-for", {"127.0.0.1"}},
-      {"x-instance-id", {kVm.deviceId}},
-      {"x-tenant-id", {kVm.projectId}},
+      {"x-instance-id", {std::string(kVm.deviceId)}},
+      {"x-tenant-id", {std::string(kVm.projectId)}},
       {"x-instance-id-signature", {"a"}},  // replaced below: only checked for presence
       {"_method", {"GET"}},
       {"_path", {"/_debug/headers"}},
@@ -355,7 +355,7 @@ class NovaOwnHandlerTest : public ProxyIntegrationTest {
 };
 
 TEST_P(NovaOwnHandlerTest, NovaAcceptsOurRequest) {
-  startNovaHandler(kVm.projectId);
+  startNovaHandler(std::string(kVm.projectId));
   if (IsSkipped()) return;
   startServer();
   auto r = get("/openstack/latest/meta_data.json", "X-Instance-ID: forged\r\n");
@@ -368,7 +368,7 @@ TEST_P(NovaOwnHandlerTest, NovaAcceptsOurRequest) {
 }
 
 TEST_P(NovaOwnHandlerTest, NovaRefusesAWrongSecret) {
-  startNovaHandler(kVm.projectId);
+  startNovaHandler(std::string(kVm.projectId));
   if (IsSkipped()) return;
   std::ofstream(agentSecret_) << "wrong\n";
   startServer();

@@ -569,7 +569,7 @@ TEST_F(ReconcilerTest, LookupByIpAndByIpv6LinkLocal) {
   r_->setActive(true);
   r_->update(view({"net-a"}), "br-int", ports({}));
   EXPECT_EQ(r_->lookup("net-a", "10.0.1.10").size(), 1U);
-  EXPECT_EQ(r_->lookup("net-a", "10.0.1.10")[0].deviceId, "dev-vm-net-a");
+  EXPECT_EQ(r_->lookup("net-a", "10.0.1.10")[0]->deviceId, "dev-vm-net-a");
   EXPECT_TRUE(r_->lookup("net-a", "10.0.1.11").empty());
   EXPECT_TRUE(r_->lookup("net-b", "10.0.1.10").empty());
   // fa:16:3e:00:01:01 -> fe80::f816:3eff:fe00:101

@@ -90,8 +90,8 @@ TEST_F(ServerTest, NovaGetsOnlyNeutronsHeadersWhateverTheClientForges) {
   EXPECT_EQ(p->request.url, "http://10.9.9.9:8775/openstack/latest/meta_data.json?x=1");
   const std::map<std::string, std::string> expected{
       {"X-Forwarded-For", "127.0.0.1"},
-      {"X-Instance-ID", kVm.deviceId},
-      {"X-Tenant-ID", kVm.projectId},
+      {"X-Instance-ID", std::string(kVm.deviceId)},
+      {"X-Tenant-ID", std::string(kVm.projectId)},
       {"X-Instance-ID-Signature", signInstanceId("", kVm.deviceId)}};
   EXPECT_EQ(p->request.headers, expected);
   answer(p, 200, R"({"uuid": "x"})");
