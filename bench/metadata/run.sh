@@ -218,9 +218,14 @@ to_ms() {
 runs=$T/runs.tsv
 : >"$runs"
 
+# rx + tx packets of the VM's interfaces (all but lo).
+vm_packets() {
+  ip netns exec "$vm_ns" sh -c 'cat /sys/class/net/[!l]*/statistics/rx_packets /sys/class/net/[!l]*/statistics/tx_packets' |
+    awk '{ s += $1 } END { print s + 0 }'
+}
 # measure CASE LEVEL ROUND: one wrk run per connection count, appended to runs.tsv.
 measure() {
-  local case=$1 level=$2 round=$3 c raw rps p50 p99 errors load1 note peaks pid before after reqs cpu
+  local case=$1 level=$2 round=$3 c raw rps p50 p99 errors load1 note peaks pid before after reqs cpu pkts0 pkts1
   # Warm-up (connections, caches, the datapath's flow cache), not measured.
   ip netns exec "$vm_ns" wrk -t1 -c16 -d2s "$url" >/dev/null 2>&1
   for c in $conns; do
@@ -237,17 +242,24 @@ measure() {
     # moment moves far less than req/s (read from /proc around the run, no sampling during it).
     pid=$(serving_pid "$case") before=""
     [[ -n "$pid" ]] && before=$(cpu_ticks "$pid")
+    pkts0=$(vm_packets)
     ip netns exec "$vm_ns" wrk -t1 -c"$c" -d"${duration}s" --latency "$url" >"$raw" 2>&1
+    pkts1=$(vm_packets)
     after="" cpu=""
     [[ -n "$before" ]] && after=$(cpu_ticks "$pid")
     reqs=$(awk '/requests in/ {print $1}' "$raw")
+    # Packets the VM sent and received per request: what the userspace datapath forwards for
+    # each (segments, ACKs), a cost on the machine's CPUs outside the serving process.
+    if [[ "${reqs:-0}" -gt 0 ]]; then
+      note="VM packets/req $(awk -v d=$((pkts1 - pkts0)) -v n="$reqs" 'BEGIN {printf "%.2f", d / n}')"
+    fi
     if [[ -n "$after" && "${reqs:-0}" -gt 0 ]]; then
       cpu=$(awk -v t=$((after - before)) -v hz="$hz" -v n="$reqs" 'BEGIN {printf "%.1f", t * 1e6 / hz / n}')
     fi
     if [[ "$case" == agent ]] && agent_pid_alive; then
       # Its threads after the run and its peak RSS since it started (VmHWM).
       peaks=$(agent_peaks)
-      note="agent threads ${peaks% *}, peak RSS ${peaks#* } kB"
+      note="${note:+$note, }agent threads ${peaks% *}, peak RSS ${peaks#* } kB"
     fi
     rps=$(awk '/^Requests\/sec/ {print $2}' "$raw")
     p50=$(to_ms "$(awk '$1 == "50%" {print $2}' "$raw")")
