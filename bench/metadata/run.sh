@@ -223,9 +223,19 @@ vm_packets() {
   ip netns exec "$vm_ns" sh -c 'cat /sys/class/net/[!l]*/statistics/rx_packets /sys/class/net/[!l]*/statistics/tx_packets' |
     awk '{ s += $1 } END { print s + 0 }'
 }
+# The machine's context switches, idle and total CPU jiffies so far (/proc/stat).
+machine_counters() {
+  awk '/^ctxt / { c = $2 } /^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; idle = $5 + $6 }
+       END { print c, idle, t }' /proc/stat
+}
+# Voluntary context switches of all threads of a process so far (empty without a process).
+process_sleeps() {
+  [[ -n "$1" && -d /proc/$1 ]] || return 0
+  cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^voluntary_ctxt_switches/ { s += $2 } END { print s + 0 }'
+}
 # measure CASE LEVEL ROUND: one wrk run per connection count, appended to runs.tsv.
 measure() {
-  local case=$1 level=$2 round=$3 c raw rps p50 p99 errors load1 note peaks pid before after reqs cpu pkts0 pkts1
+  local case=$1 level=$2 round=$3 c raw rps p50 p99 errors load1 note peaks pid before after reqs cpu pkts0 pkts1 ctxt0 ctxt1 idle0 idle1 total0 total1 sleeps0 sleeps1
   # Warm-up (connections, caches, the datapath's flow cache), not measured.
   ip netns exec "$vm_ns" wrk -t1 -c16 -d2s "$url" >/dev/null 2>&1
   for c in $conns; do
@@ -243,7 +253,11 @@ measure() {
     pid=$(serving_pid "$case") before=""
     [[ -n "$pid" ]] && before=$(cpu_ticks "$pid")
     pkts0=$(vm_packets)
+    read -r ctxt0 idle0 total0 < <(machine_counters)
+    sleeps0=$(process_sleeps "$pid")
     ip netns exec "$vm_ns" wrk -t1 -c"$c" -d"${duration}s" --latency "$url" >"$raw" 2>&1
+    read -r ctxt1 idle1 total1 < <(machine_counters)
+    sleeps1=$(process_sleeps "$pid")
     pkts1=$(vm_packets)
     after="" cpu=""
     [[ -n "$before" ]] && after=$(cpu_ticks "$pid")
@@ -252,6 +266,13 @@ measure() {
     # each (segments, ACKs), a cost on the machine's CPUs outside the serving process.
     if [[ "${reqs:-0}" -gt 0 ]]; then
       note="VM packets/req $(awk -v d=$((pkts1 - pkts0)) -v n="$reqs" 'BEGIN {printf "%.2f", d / n}')"
+      # The whole machine: context switches per request (every wake-up of wrk, ovs-vswitchd, the
+      # server and Nova) and how idle the CPUs stayed: a run with idle CPUs is bound by wake-ups.
+      note+=", machine: $(awk -v c=$((ctxt1 - ctxt0)) -v n="$reqs" 'BEGIN {printf "%.2f", c / n}') context switches/req"
+      note+=", $(awk -v i=$((idle1 - idle0)) -v t=$((total1 - total0)) 'BEGIN {printf "%.0f", t ? 100 * i / t : 0}')% idle"
+      # How often the serving process went to sleep (voluntary switches, all its threads).
+      [[ -n "$sleeps0" && -n "$sleeps1" ]] &&
+        note+=", server sleeps/req $(awk -v d=$((sleeps1 - sleeps0)) -v n="$reqs" 'BEGIN {printf "%.2f", d / n}')"
     fi
     if [[ -n "$after" && "${reqs:-0}" -gt 0 ]]; then
       cpu=$(awk -v t=$((after - before)) -v hz="$hz" -v n="$reqs" 'BEGIN {printf "%.1f", t * 1e6 / hz / n}')
