@@ -12,7 +12,9 @@
 #                              [--sb-load "0 400 2000 20000"] [--repeat 3] [--out FILE] [--keep]
 #
 # --repeat N: N rounds, the cases interleaved in each round (so a busy moment of the shared
-# machine hits all of them alike); the table shows the median run by req/s, with min-max.
+# machine hits all of them alike), their order reversed every other round; the table shows the
+# median run by req/s, with min-max, and a paired table each case against the first of --cases
+# round by round (median of the per-round ratios, rounds ahead).
 # TRACE_REQUESTS=N (environment): before each c=1 run, N requests timed one by one
 # (latency_trace.py), its summary logged: shows whether slow requests come in bursts.
 # --sb-load: before each level, sb_load.py fills the OVN DBs up to that many VIF Port_Bindings
@@ -155,9 +157,14 @@ setup_agent() {
     ((SECONDS < deadline)) || { log "agent: no 200 from the VM within the timeout"; return 1; }
     sleep 0.1 # retry interval of a bounded readiness poll
   done
-  local headers
-  headers=$(vm_curl -D- -o /dev/null "$url")
-  [[ "$headers" == *"X-Echo-Signature: "* ]] || log "agent: WARNING no X-Instance-ID-Signature reached Nova"
+  # What reached "Nova": the agent passes on only the body and its type, so ask the backend for
+  # the headers it got in a body.
+  local signed
+  signed=$(vm_curl "http://169.254.169.254/okof/signed-headers")
+  if [[ "$signed" != *"signature=5f3904eb"* || "$signed" != *"forwarded-for=10.77.0.11"* ]]; then
+    log "agent: the signed headers did not reach Nova: $signed"
+    return 1
+  fi
 }
 stop_agent() {
   if agent_pid_alive; then
@@ -235,7 +242,7 @@ process_sleeps() {
 }
 # measure CASE LEVEL ROUND: one wrk run per connection count, appended to runs.tsv.
 measure() {
-  local case=$1 level=$2 round=$3 c raw rps p50 p99 errors load1 note peaks pid before after reqs cpu pkts0 pkts1 ctxt0 ctxt1 idle0 idle1 total0 total1 sleeps0 sleeps1
+  local case=$1 level=$2 round=$3 c raw rps p50 p99 errors load1 note peaks pid before after reqs cpu pkts0 pkts1 ctxt0 ctxt1 idle0 idle1 total0 total1 sleeps0 sleeps1 switch0 switch1
   # Warm-up (connections, caches, the datapath's flow cache), not measured.
   ip netns exec "$vm_ns" wrk -t1 -c16 -d2s "$url" >/dev/null 2>&1
   for c in $conns; do
@@ -255,9 +262,11 @@ measure() {
     pkts0=$(vm_packets)
     read -r ctxt0 idle0 total0 < <(machine_counters)
     sleeps0=$(process_sleeps "$pid")
+    switch0=$(process_sleeps "$(cat "$CH/ovs-vswitchd.pid" 2>/dev/null)")
     ip netns exec "$vm_ns" wrk -t1 -c"$c" -d"${duration}s" --latency "$url" >"$raw" 2>&1
     read -r ctxt1 idle1 total1 < <(machine_counters)
     sleeps1=$(process_sleeps "$pid")
+    switch1=$(process_sleeps "$(cat "$CH/ovs-vswitchd.pid" 2>/dev/null)")
     pkts1=$(vm_packets)
     after="" cpu=""
     [[ -n "$before" ]] && after=$(cpu_ticks "$pid")
@@ -273,6 +282,10 @@ measure() {
       # How often the serving process went to sleep (voluntary switches, all its threads).
       [[ -n "$sleeps0" && -n "$sleeps1" ]] &&
         note+=", server sleeps/req $(awk -v d=$((sleeps1 - sleeps0)) -v n="$reqs" 'BEGIN {printf "%.2f", d / n}')"
+      # ovs-vswitchd's too: its main thread polls the userspace datapath's veths, and each of
+      # its sleeps is a wake-up later on the path of a packet.
+      [[ -n "$switch0" && -n "$switch1" ]] &&
+        note+=", ovs-vswitchd sleeps/req $(awk -v d=$((switch1 - switch0)) -v n="$reqs" 'BEGIN {printf "%.2f", d / n}')"
     fi
     if [[ -n "$after" && "${reqs:-0}" -gt 0 ]]; then
       cpu=$(awk -v t=$((after - before)) -v hz="$hz" -v n="$reqs" 'BEGIN {printf "%.1f", t * 1e6 / hz / n}')
@@ -301,7 +314,11 @@ for level in $levels; do
     current=$level
   fi
   for ((round = 1; round <= repeat; round++)); do
-    for case in $cases; do
+    # Even rounds run the cases in reverse order (A B, B A, ...): a machine getting busier or
+    # idler over a round then favours no case in the paired figures below.
+    order=$cases
+    ((round % 2 == 0)) && order=$(echo "$cases" | tr ' ' '\n' | tac | paste -sd' ' -)
+    for case in $order; do
       log "case $case (SB load $level, round $round/$repeat)"
       if "setup_$case"; then
         measure "$case" "$level" "$round"
@@ -333,6 +350,36 @@ summary() {
   done
 }
 
+# paired: each case against the first case of --cases, round by round (the two ran next to
+# each other): the median of the per-round req/s and p99 ratios, and in how many rounds the case
+# served more requests. Rounds where either run failed are left out.
+paired() {
+  local base=${cases%% *} case level c
+  for level in $levels; do
+    for case in $cases; do
+      [[ "$case" == "$base" ]] && continue
+      for c in $conns; do
+        awk -F'\t' -v b="$base" -v k="$case" -v l="$level" -v c="$c" '
+          $2 == l && $3 == c && $5 + 0 > 0 { rps[$1, $4] = $5; p99[$1, $4] = $7; rounds[$4] = 1 }
+          function median(a, n,   i, j, t) {
+            for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+            return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+          }
+          END {
+            n = 0; ahead = 0
+            for (r in rounds) if ((b, r) in rps && (k, r) in rps) {
+              n++; q[n] = rps[k, r] / rps[b, r]; ahead += rps[k, r] >= rps[b, r]
+              if (p99[b, r] + 0 > 0) { m++; t[m] = p99[k, r] / p99[b, r] }
+            }
+            if (n == 0) exit
+            printf "| %s / %s | %s | %s | %d | **%.3f** | %d of %d | %s |\n", k, b, l, c, n,
+              median(q, n), ahead, n, m ? sprintf("%.3f", median(t, m)) : "-"
+          }' "$runs"
+      done
+    done
+  done
+}
+
 # ---------------------------------------------------------------------------------------------
 report() {
   echo "## Run $(date -u +%Y-%m-%dT%H:%MZ)"
@@ -348,6 +395,14 @@ report() {
   echo "| case | SB VIF ports | conns | req/s (median of $repeat) | min-max | p50 ms | p99 ms | errors | load1 | CPU us/req | note |"
   echo "|---|---|---|---|---|---|---|---|---|---|"
   summary
+  if ((repeat > 1)) && [[ "$cases" == *" "* ]]; then
+    echo
+    echo "Paired, round by round (each case next to the first of --cases, the order alternating):"
+    echo
+    echo "| cases | SB VIF ports | conns | rounds | median req/s ratio | rounds ahead or level | median p99 ratio |"
+    echo "|---|---|---|---|---|---|---|"
+    paired
+  fi
   echo
   echo "<details><summary>every run</summary>"
   echo
