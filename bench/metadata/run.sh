@@ -352,7 +352,7 @@ summary() {
 
 # paired: each case against the first case of --cases, round by round (the two ran next to
 # each other): the median of the per-round req/s and p99 ratios, and in how many rounds the case
-# served more requests. Rounds where either run failed are left out.
+# served at least as many requests. Rounds where either run failed are left out.
 paired() {
   local base=${cases%% *} case level c
   for level in $levels; do
