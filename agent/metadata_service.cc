@@ -164,7 +164,7 @@ metadata::LookupResult MetadataService::lookup(const std::string& networkId,
   metadata::LookupResult r;
   r.matches = static_cast<int>(ports.size());
   if (ports.size() == 1) {
-    r.port = {ports[0]->logicalPort, ports[0]->deviceId, ports[0]->projectId};
+    r.port = {ports[0]->logicalPort, ports[0]->deviceId, ports[0]->projectId, ports[0]->problem};
     return r;
   }
   for (const ovsdb::SbPort* p : ports) r.portUuids += (r.portUuids.empty() ? "" : ", ") + p->uuid;

@@ -24,6 +24,8 @@
 #include <vector>
 
 #include "core/drain_aware_socket.h"
+#include "core/http_fields.h"
+#include "core/listener_guard.h"
 #include "core/write_now.h"
 
 namespace okna::core {
@@ -158,7 +160,6 @@ struct Connection {
   beast::flat_buffer buffer;
   // The request head being written; keeps its capacity across the connection's requests.
   std::string head;
-  std::chrono::steady_clock::time_point idleSince{};
 };
 
 /** A transfer the state's sweep can time out. */
@@ -167,14 +168,12 @@ struct Deadlined : HttpRequestHandle {
 };
 
 struct BeastHttpClient::State : std::enable_shared_from_this<BeastHttpClient::State> {
-  State(asio::io_context& ioContext, std::string agent, std::size_t maxIdle,
-        std::chrono::milliseconds probeAfter)
+  State(asio::io_context& ioContext, std::string agent, std::size_t maxIdle)
       : io(ioContext),
         resolver(ioContext),
         sweepTimer(ioContext),
         userAgent(std::move(agent)),
-        maxIdlePerHost(maxIdle),
-        probeIdleAfter(probeAfter) {}
+        maxIdlePerHost(maxIdle) {}
 
   // One timer checks every transfer's total timeout (50 ms granularity) instead of one timer
   // armed and cancelled per request; it runs only while transfers are in flight.
@@ -196,16 +195,14 @@ struct BeastHttpClient::State : std::enable_shared_from_this<BeastHttpClient::St
 
   std::unique_ptr<Connection> takeIdle(std::string_view key) {
     auto it = idle.find(key);
-    const auto now = std::chrono::steady_clock::now();
     while (it != idle.end() && !it->second.empty()) {
       auto c = std::move(it->second.back());
       it->second.pop_back();
       if (!c->socket.is_open()) continue;
-      // A connection given back a moment ago is taken as is: under load that is every
-      // request, and a syscall per request is dear; if its peer did close it meanwhile, the
-      // request is retried once on a fresh one (retryOrFail). One idle for longer is probed
-      // first: a peer that closed it left it readable (EOF), and a retry would cost more.
-      if (now - c->idleSince < probeIdleAfter) return c;
+      // An idle connection must have nothing to read. Bytes there are an answer to no request
+      // of ours (a peer that answered twice, say because a request was split): reading them as
+      // the next request's answer would hand one VM's metadata to another. EOF: the peer
+      // closed it. Either way it is closed; a syscall per request is the price.
       char probe;
       const ssize_t n = ::recv(c->socket.native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT);
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return c;
@@ -218,7 +215,6 @@ struct BeastHttpClient::State : std::enable_shared_from_this<BeastHttpClient::St
     auto it = idle.find(key);
     if (it == idle.end()) it = idle.emplace(std::string(key), decltype(it->second)()).first;
     if (it->second.size() >= maxIdlePerHost) return;
-    c->idleSince = std::chrono::steady_clock::now();
     it->second.push_back(std::move(c));
   }
 
@@ -228,7 +224,6 @@ struct BeastHttpClient::State : std::enable_shared_from_this<BeastHttpClient::St
   bool sweeping = false;
   std::string userAgent;
   std::size_t maxIdlePerHost;
-  std::chrono::milliseconds probeIdleAfter;
   std::unordered_map<std::string, std::vector<std::unique_ptr<Connection>>, KeyHash,
                      std::equal_to<>>
       idle;
@@ -265,11 +260,21 @@ class Transfer final : public Deadlined, public std::enable_shared_from_this<Tra
     if (done_) return;
     std::string error;
     int code = 0;
-    auto url = parseHttpUrl(request_.url, error, code);
+    std::optional<ParsedUrl> url;
+    // A CR or LF in a header would let its value add headers or a second request: nothing of
+    // such a request is written.
+    if (auto problem = requestFramingProblem(request_); !problem.empty()) {
+      error = "not sent: " + problem;
+      code = CURLE_BAD_FUNCTION_ARGUMENT;
+    } else {
+      url = parseHttpUrl(request_.url, error, code);
+    }
     if (!url) {
       // Never call back inside send(): fail from the loop.
       return asio::post(state_->io, [self = shared_from_this(), error, code] {
-        self->fail(self->request_.method + " " + self->request_.url + ": " + error, code);
+        self->fail(escapeForLog(self->request_.method, 32) + " " +
+                       escapeForLog(self->request_.url) + ": " + error,
+                   code);
       });
     }
     url_ = *url;
@@ -524,9 +529,8 @@ class Transfer final : public Deadlined, public std::enable_shared_from_this<Tra
 }  // namespace
 
 BeastHttpClient::BeastHttpClient(asio::io_context& io, std::string userAgent,
-                                 std::size_t maxIdlePerHost,
-                                 std::chrono::milliseconds probeIdleAfter)
-    : state_(std::make_shared<State>(io, std::move(userAgent), maxIdlePerHost, probeIdleAfter)) {}
+                                 std::size_t maxIdlePerHost)
+    : state_(std::make_shared<State>(io, std::move(userAgent), maxIdlePerHost)) {}
 
 BeastHttpClient::~BeastHttpClient() {
   state_->closed = true;

@@ -21,14 +21,12 @@ namespace okna::core {
 class BeastHttpClient final : public HttpClient {
  public:
   /**
-   * A pooled connection idle for less than `probeIdleAfter` is used without checking that its
-   * peer kept it open (a syscall per request under load); if it did not, the request is sent
-   * again on a new connection. One idle for longer is checked first.
+   * Keeps up to `maxIdlePerHost` idle connections per host:port. A connection goes back to the
+   * pool only after exactly one whole answer to the one request sent, with no byte left over;
+   * one taken from the pool is used only when nothing is waiting to be read on it.
    */
   explicit BeastHttpClient(boost::asio::io_context& io, std::string userAgent = "",
-                           std::size_t maxIdlePerHost = 64,
-                           std::chrono::milliseconds probeIdleAfter = kProbeIdleAfter);
-  static constexpr std::chrono::milliseconds kProbeIdleAfter{200};
+                           std::size_t maxIdlePerHost = 64);
   ~BeastHttpClient() override;
   BeastHttpClient(const BeastHttpClient&) = delete;
   BeastHttpClient& operator=(const BeastHttpClient&) = delete;

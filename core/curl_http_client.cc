@@ -9,6 +9,8 @@
 #include <cctype>
 #include <stdexcept>
 
+#include "core/http_fields.h"
+#include "core/listener_guard.h"
 #include "core/logging.h"
 
 namespace okna::core {
@@ -207,6 +209,20 @@ HttpRequestHandlePtr CurlHttpClient::send(HttpRequest request, HttpCallbacks cal
   t->request = std::move(request);
   t->callbacks = std::move(callbacks);
   const HttpRequest& r = t->request;
+  // curl writes header lines as given: a CR or LF in one would be sent (request splitting).
+  if (auto problem = requestFramingProblem(r); !problem.empty()) {
+    asio::post(io_, [alive = std::weak_ptr<bool>(alive_), t, problem = std::move(problem)] {
+      if (!alive.lock() || t->cancelled) return;
+      t->finished = true;
+      if (!t->callbacks.onDone) return;
+      t->guarded([&] {
+        t->callbacks.onDone(makeError(escapeForLog(t->request.method, 32) + " " +
+                                          escapeForLog(t->request.url) + ": not sent: " + problem,
+                                      CURLE_BAD_FUNCTION_ARGUMENT));
+      });
+    });
+    return t;
+  }
 
   CURL* e = takeEasy();
   t->easy = e;

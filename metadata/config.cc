@@ -40,7 +40,9 @@ NovaConfig parseNova(const YamlField& f) {
 
 MetadataLimits parseLimits(const YamlField& f) {
   f.expectKeys({"maxConnectionsPerNamespace", "maxRequestHeaderBytes", "maxBodyBytes",
-                "maxInFlightPerNamespace", "headerTimeoutSeconds", "idleTimeoutSeconds"});
+                "maxInFlightPerNamespace", "headerTimeoutSeconds", "idleTimeoutSeconds",
+                "maxConnectionsPerClient", "maxInFlightPerClient", "busyIdleTimeoutSeconds",
+                "maxConnectionsTotal"});
   MetadataLimits l;
   if (auto v = f.get("maxConnectionsPerNamespace"))
     l.maxConnectionsPerNamespace = v->asInt(1, 100000);
@@ -50,6 +52,10 @@ MetadataLimits parseLimits(const YamlField& f) {
   if (auto v = f.get("maxInFlightPerNamespace")) l.maxInFlightPerNamespace = v->asInt(1, 100000);
   if (auto v = f.get("headerTimeoutSeconds")) l.headerTimeout = seconds(*v, 0.001, 3600);
   if (auto v = f.get("idleTimeoutSeconds")) l.idleTimeout = seconds(*v, 0.001, 86400);
+  if (auto v = f.get("maxConnectionsPerClient")) l.maxConnectionsPerClient = v->asInt(1, 100000);
+  if (auto v = f.get("maxInFlightPerClient")) l.maxInFlightPerClient = v->asInt(1, 100000);
+  if (auto v = f.get("busyIdleTimeoutSeconds")) l.busyIdleTimeout = seconds(*v, 0.001, 86400);
+  if (auto v = f.get("maxConnectionsTotal")) l.maxConnectionsTotal = v->asInt(0, 10000000);
   return l;
 }
 

@@ -47,13 +47,25 @@ struct MetadataLimits {
   std::chrono::milliseconds headerTimeout{10000};
   // A keep-alive connection with no request in progress is closed after this.
   std::chrono::milliseconds idleTimeout{60000};
+  // Per client (VM address) of a namespace: on a shared provider network the neighbours are
+  // other projects. cloud-init uses one connection at a time.
+  std::int64_t maxConnectionsPerClient = 8;
+  std::int64_t maxInFlightPerClient = 4;
+  // Once a namespace holds 3/4 of maxConnectionsPerNamespace, a connection with no request in
+  // progress is closed after this instead of idleTimeout; at the cap, the longest idle one
+  // makes room for a new connection.
+  std::chrono::milliseconds busyIdleTimeout{2000};
+  // All namespaces together; 0: from the file limit (core::connectionBudgetFor, less what the
+  // health and admin listeners may hold).
+  std::int64_t maxConnectionsTotal = 0;
 };
 
 struct MetadataConfig {
   // The service runs while the node has the compute role; false: never.
   bool enabled = true;
-  // File holding Neutron's metadata_proxy_shared_secret (one line; a trailing newline is
-  // stripped). Re-read when it changes. Empty: the empty secret (Neutron's default).
+  // File holding Neutron's metadata_proxy_shared_secret (surrounding whitespace is stripped,
+  // as oslo.config strips Nova's). Re-read when it changes. Empty: the empty secret (Neutron's
+  // default).
   std::string sharedSecretFile;
   NovaConfig nova;
   MetadataLimits limits;

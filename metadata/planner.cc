@@ -7,6 +7,9 @@
 #include <set>
 #include <sstream>
 
+#include "core/listener_guard.h"
+#include "ovsdb/sb_values.h"
+
 namespace okna::metadata {
 
 namespace {
@@ -95,6 +98,13 @@ MetadataPlan planMetadata(const ovsdb::SbMetadataView& view, bool ipv6) {
       continue;
     }
     const std::string networkId = networkIdFromDatapathName(name->second);
+    if (!ovsdb::isSafeNetworkId(networkId)) {
+      // It would name a file under /run/netns and two interfaces: never from unchecked bytes.
+      plan.warnings.push_back("datapath " + dp + ": network id \"" +
+                              core::escapeForLog(networkId, 80) +
+                              "\" is not 1 to 64 of [A-Za-z0-9_-]; no metadata namespace");
+      continue;
+    }
     networkOfDatapath[dp] = networkId;
     const auto lp = localports.find(dp);
     if (lp == localports.end()) {
@@ -104,6 +114,12 @@ MetadataPlan planMetadata(const ovsdb::SbMetadataView& view, bool ipv6) {
       continue;
     }
     const ovsdb::SbPort& port = *lp->second;
+    if (!port.problem.empty()) {
+      plan.warnings.push_back("network " + networkId + ": metadata port " +
+                              core::escapeForLog(port.logicalPort, 80) + ": " + port.problem +
+                              "; no metadata namespace");
+      continue;
+    }
     const auto macTokens = splitSpaces(port.mac0);
     if (macTokens.empty() || !isMac(macTokens[0])) {
       plan.warnings.push_back("network " + networkId + ": metadata port " + port.logicalPort +

@@ -1,5 +1,6 @@
 #include "metadata/server.h"
 
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -25,6 +26,7 @@
 
 #include "core/drain_aware_socket.h"
 #include "core/http_client.h"
+#include "core/listener_guard.h"
 #include "core/logging.h"
 #include "core/metrics.h"
 #include "core/write_now.h"
@@ -67,15 +69,55 @@ std::string clientAddress(const tcp::endpoint& peer) {
 
 class Connection;
 
+// The kinds of log line a VM can trigger: each is rate-limited per network on its own, so a
+// flood of one kind does not hide another (a Nova failure behind a storm of bad requests).
+enum class VmLog { Refused, Lookup, BadRequest, Nova, Answer, Accept, Count };
+
+struct Listener {
+  Listener(asio::io_context& io, std::unique_ptr<Acceptor> a) : acceptor(std::move(a)), retry(io) {}
+  std::unique_ptr<Acceptor> acceptor;
+  // accept() failing (EMFILE, ENFILE, ENOBUFS) is retried after a growing delay, not at once.
+  asio::steady_timer retry;
+  unsigned failures = 0;
+};
+
+// One client address of a network (a VM): its share of the network's limits.
+struct Client {
+  std::size_t connections = 0;
+  std::size_t inFlight = 0;
+  // Its requests waiting for one of its own in-flight slots, in order.
+  std::deque<std::weak_ptr<Connection>> waiting;
+};
+
 struct Network {
   std::string id;
-  std::vector<std::unique_ptr<Acceptor>> listeners;
+  std::vector<std::unique_ptr<Listener>> listeners;
   std::unordered_set<std::shared_ptr<Connection>> connections;
+  std::unordered_map<std::string, Client> clients;
   std::size_t inFlight = 0;
   // Connections whose request waits for a free Nova slot (maxInFlightPerNamespace), in order.
+  // Each already holds its client's slot.
   std::deque<std::weak_ptr<Connection>> waiting;
+  std::array<core::LogThrottle, static_cast<std::size_t>(VmLog::Count)> logs;
   bool removed = false;
+
+  Network() { logs.fill(core::LogThrottle(std::chrono::seconds(2), 10)); }
 };
+
+namespace {
+
+// All namespaces together may hold this many client connections: the file limit's connection
+// budget less what the health and admin listeners may hold.
+std::size_t totalConnectionCap(const MetadataLimits& limits) {
+  if (limits.maxConnectionsTotal > 0) return static_cast<std::size_t>(limits.maxConnectionsTotal);
+  rlimit files{};
+  const std::uint64_t soft = ::getrlimit(RLIMIT_NOFILE, &files) == 0 ? files.rlim_cur : 1024;
+  constexpr std::size_t kHealthAndAdmin = 128;
+  const std::size_t budget = core::connectionBudgetFor(soft);
+  return budget > 2 * kHealthAndAdmin ? budget - kHealthAndAdmin : budget / 2;
+}
+
+}  // namespace
 
 struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl> {
   Impl(asio::io_context& ioContext, core::HttpClient& httpClient, const MetadataConfig& cfg,
@@ -90,8 +132,16 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
         log(core::logger("metadata")),
         duration(registry.histogram("okna_metadata_request_duration_seconds",
                                     "Time from a complete request to its answer being sent")),
-        refused(registry.counter("okna_metadata_connections_refused_total",
-                                 "Client connections closed at once: namespace connection limit")),
+        refusedNamespace(refusedCounter(registry, "namespace")),
+        refusedClient(refusedCounter(registry, "client")),
+        refusedTotal(refusedCounter(registry, "total")),
+        suppressedLines(registry.counter(
+            "okna_metadata_log_lines_suppressed_total",
+            "Log lines a VM triggered beyond the per-network rate limit, not written")),
+        acceptFailures(registry.counter("okna_metadata_accept_failures_total",
+                                        "accept() failures (EMFILE, ENFILE, ...), each retried "
+                                        "after a growing delay")),
+        maxTotalConnections(totalConnectionCap(cfg.limits)),
         openConnections(registry.gauge("okna_metadata_open_connections",
                                        "Open client connections, all namespaces")),
         listenersGauge(registry.gauge("okna_metadata_listeners", "Listening sockets")),
@@ -106,6 +156,33 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
     }
     if (cfg.nova.insecure)
       log->warn("metadata.nova.insecure: Nova's TLS certificate is not verified");
+    log->info("metadata connections: at most {} in all, {} per network, {} per VM address",
+              maxTotalConnections, cfg.limits.maxConnectionsPerNamespace,
+              cfg.limits.maxConnectionsPerClient);
+  }
+
+  static core::Counter& refusedCounter(core::MetricsRegistry& registry, const char* reason) {
+    return registry.counter("okna_metadata_connections_refused_total",
+                            "Client connections closed at once, by the limit they hit "
+                            "(namespace, client: one VM address, total: all namespaces)",
+                            {{"reason", reason}});
+  }
+
+  // A line a VM can trigger: at most 10 at once, then one per 2 s per kind and network; the
+  // next line written says how many were dropped. Client bytes in it must be escaped
+  // (core::escapeForLog) by the caller.
+  template <typename... Args>
+  void vmLog(Network& net, VmLog kind, spdlog::level::level_enum level,
+             fmt::format_string<Args...> format, Args&&... args) {
+    if (!log->should_log(level)) return;
+    std::uint64_t dropped = 0;
+    if (!net.logs[static_cast<std::size_t>(kind)].allow(Clock::now(), dropped)) {
+      suppressedLines.inc();
+      return;
+    }
+    std::string line = fmt::format(format, std::forward<Args>(args)...);
+    if (dropped > 0) line += fmt::format(" ({} similar lines of this network not logged)", dropped);
+    log->log(level, "{}", line);
   }
 
   core::Counter& requests(unsigned status) {
@@ -132,11 +209,16 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
     return signatures.emplace(instanceId, signInstanceId(secretValue, instanceId)).first->second;
   }
 
-  void accept(const std::shared_ptr<Network>& net, Acceptor& acceptor);
+  void accept(const std::shared_ptr<Network>& net, Listener& listener);
+  void onAccepted(const std::shared_ptr<Network>& net, Socket socket);
   void ensureSweep();
   void sweep();
   void closeNetwork(Network& net);
+  // A request is ready: it takes its client's slot, then the network's, waiting in order for
+  // each; then it goes to Nova.
+  void admit(Network& net, const std::shared_ptr<Connection>& c);
   void releaseSlot(Network& net);
+  void releaseClientSlot(Network& net, const std::string& clientIp);
 
   asio::io_context& io;
   core::HttpClient& http;
@@ -147,7 +229,13 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
   SharedSecret secret;
   std::shared_ptr<spdlog::logger> log;
   core::Histogram& duration;
-  core::Counter& refused;
+  core::Counter& refusedNamespace;
+  core::Counter& refusedClient;
+  core::Counter& refusedTotal;
+  core::Counter& suppressedLines;
+  core::Counter& acceptFailures;
+  const std::size_t maxTotalConnections;
+  std::size_t totalConnections = 0;
   core::Gauge& openConnections;
   core::Gauge& listenersGauge;
   std::unordered_map<std::string, core::Counter*> novaErrors;
@@ -167,6 +255,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Clock::time_point deadline() const { return deadline_; }
   const std::string& clientIp() const { return clientIp_; }
+  /** No request in progress since `since`: a new connection, or between keep-alive requests. */
+  bool idle(Clock::time_point& since) const {
+    since = idleSince_;
+    return idle_ && !closed_;
+  }
 
   Connection(std::shared_ptr<MetadataServer::Impl> server, std::shared_ptr<Network> net,
              Socket socket, std::string clientIp)
@@ -182,6 +275,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void start() {
     server_->openConnections.add(1);
+    ++server_->totalConnections;
+    ++net_->clients[clientIp_].connections;
     deadline_ = Clock::now() + server_->config.limits.headerTimeout;
     server_->ensureSweep();
     waitForRequest();
@@ -198,12 +293,23 @@ class Connection : public std::enable_shared_from_this<Connection> {
       upstream_.reset();
     }
     server_->openConnections.add(-1);
+    --server_->totalConnections;
     auto self = shared_from_this();
     const bool hadSlot = holdsSlot_;
+    const bool hadClientSlot = holdsClientSlot_;
     holdsSlot_ = false;
+    holdsClientSlot_ = false;
     net_->connections.erase(self);
     if (hadSlot) server_->releaseSlot(*net_);
+    if (hadClientSlot) server_->releaseClientSlot(*net_, clientIp_);
+    const auto client = net_->clients.find(clientIp_);
+    if (client != net_->clients.end() && --client->second.connections == 0 &&
+        client->second.inFlight == 0)
+      net_->clients.erase(client);
   }
+
+  /** Its request took one of its client's in-flight slots (Impl::admit). */
+  void holdClientSlot() { holdsClientSlot_ = true; }
 
   /** Called when a Nova slot is free for this connection's queued request. */
   void sendToNova() {
@@ -227,6 +333,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
       readHeader();
       return;
     }
+    idle_ = true;
+    idleSince_ = Clock::now();
     // Idle until the next request's first byte (the first request gets the header timeout). The
     // client sends it only after reading this answer: wait for it without a recv that would
     // fail first (core::DrainAwareSocket).
@@ -235,6 +343,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
           if (self->closed_) return;
           if (ec) return self->close();
+          self->idle_ = false;
           self->buffer_.commit(n);
           self->readHeader();
         });
@@ -303,8 +412,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (ec == http::error::header_limit) status = 431;
     if (ec == http::error::body_limit) status = 413;
     if (ec == http::error::buffer_overflow) status = 431;
-    server_->log->info("network {} client {}: bad request ({}), answering {} and closing", net_->id,
-                       clientIp_, ec.message(), status);
+    if (request_.framingError != 0) status = request_.framingError;
+    server_->vmLog(*net_, VmLog::BadRequest, spdlog::level::info,
+                   "network {} client {}: bad request ({}), answering {} and closing", net_->id,
+                   clientIp_, ec.message(), status);
     started_ = Clock::now();
     respond(errorResponse(status), 11, false, {}, {});
   }
@@ -315,12 +426,28 @@ class Connection : public std::enable_shared_from_this<Connection> {
     deadline_ = Clock::now() + std::chrono::hours(24);
     const int version = request_.version;
     const bool keepAlive = parser_->keep_alive();
+    if (!toOriginForm(request_.target) || !isOriginForm(request_.target))
+      return respond(errorResponse(400), version, false, {}, request_.target);
     const std::string_view target = request_.target;
-    if (!isOriginForm(target)) return respond(errorResponse(400), version, false, {}, target);
 
     const LookupResult found = server_->ports.lookup(net_->id, clientIp_);
     if (found.matches != 1) {
-      server_->log->error("{}", lookupFailureMessage(net_->id, clientIp_, found));
+      server_->vmLog(*net_, VmLog::Lookup, spdlog::level::err, "{}",
+                     lookupFailureMessage(net_->id, clientIp_, found));
+      return respond(errorResponse(404), version, keepAlive, {}, target);
+    }
+    if (!found.port.problem.empty()) {
+      // A Southbound value failed its check (ovsdb/sb_values.h): nothing of it reaches Nova.
+      server_->vmLog(*net_, VmLog::Lookup, spdlog::level::warn,
+                     "network {} client {}: port {} is not served: {}", net_->id, clientIp_,
+                     core::escapeForLog(found.port.logicalPort), found.port.problem);
+      return respond(errorResponse(404), version, keepAlive, {}, target);
+    }
+    if (found.port.deviceId.empty()) {
+      // A port of no instance: Neutron answers 404 without asking Nova.
+      server_->vmLog(*net_, VmLog::Lookup, spdlog::level::info,
+                     "network {} client {}: port {} has no neutron:device_id", net_->id, clientIp_,
+                     core::escapeForLog(found.port.logicalPort));
       return respond(errorResponse(404), version, keepAlive, {}, target);
     }
     auto secret = server_->secret.get(started_);
@@ -337,13 +464,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         buildNovaRequest(server_->nova, method, target, std::move(request_.body), clientIp_,
                          found.port, server_->signatureFor(*secret, instanceId_));
     parser_.reset();
-    const auto maxInFlight =
-        static_cast<std::size_t>(server_->config.limits.maxInFlightPerNamespace);
-    if (net_->inFlight >= maxInFlight) {
-      net_->waiting.push_back(weak_from_this());
-      return;
-    }
-    sendToNova();
+    server_->admit(*net_, shared_from_this());
   }
 
   void onNova(core::Result<core::HttpResponse> result) {
@@ -352,11 +473,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
       holdsSlot_ = false;
       server_->releaseSlot(*net_);
     }
+    if (holdsClientSlot_) {
+      holdsClientSlot_ = false;
+      server_->releaseClientSlot(*net_, clientIp_);
+    }
     ProxyResponse response = mapNovaResponse(std::move(result));
     if (response.failure != NovaFailure::None) {
       server_->novaErrors[novaFailureLabel(response.failure)]->inc();
-      server_->log->warn("network {} instance {} client {} {}: {}", net_->id, instanceId_,
-                         clientIp_, path_, response.warning);
+      server_->vmLog(*net_, VmLog::Nova, spdlog::level::warn,
+                     "network {} instance {} client {} {}: {}", net_->id, instanceId_, clientIp_,
+                     core::escapeForLog(path_), response.warning);
     }
     respond(std::move(response), version_, keepAlive_, instanceId_, path_);
   }
@@ -368,11 +494,19 @@ class Connection : public std::enable_shared_from_this<Connection> {
     server_->duration.observe(seconds);
     server_->requests(status).inc();
     const auto path = target.substr(0, target.find('?'));
-    // Successes at debug (a VM boot makes dozens), everything else at info.
-    server_->log->log(status == 200 ? spdlog::level::debug : spdlog::level::info,
-                      "network {} instance {} client {} {} -> {} in {:.1f} ms", net_->id,
-                      instanceId.empty() ? "-" : instanceId, clientIp_, path, status,
-                      seconds * 1000.0);
+    // Successes at debug (a VM boot makes dozens), everything else at info, rate-limited. The
+    // path is the VM's bytes: escaped.
+    if (status == 200) {
+      if (server_->log->should_log(spdlog::level::debug))
+        server_->log->debug("network {} instance {} client {} {} -> {} in {:.1f} ms", net_->id,
+                            instanceId, clientIp_, core::escapeForLog(path), status,
+                            seconds * 1000.0);
+    } else {
+      server_->vmLog(*net_, VmLog::Answer, spdlog::level::info,
+                     "network {} instance {} client {} {} -> {} in {:.1f} ms", net_->id,
+                     instanceId.empty() ? "-" : instanceId, clientIp_, core::escapeForLog(path),
+                     status, seconds * 1000.0);
+    }
     parser_.reset();
     formatResponseHead(head_, status, version, keepAlive, response.contentType,
                        response.body.size());
@@ -432,6 +566,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool keepAlive_ = true;
   bool closeAfterWrite_ = false;
   bool holdsSlot_ = false;
+  bool holdsClientSlot_ = false;
+  // Waiting for a request's first byte (Impl::sweep closes it sooner when the network is busy).
+  bool idle_ = false;
+  Clock::time_point idleSince_{};
   bool closed_ = false;
   Clock::time_point started_{};
 };
@@ -449,12 +587,19 @@ void MetadataServer::Impl::ensureSweep() {
 
 void MetadataServer::Impl::sweep() {
   const auto now = Clock::now();
+  const auto cap = static_cast<std::size_t>(config.limits.maxConnectionsPerNamespace);
   std::vector<std::pair<std::string, std::shared_ptr<Connection>>> due;
   bool any = false;
   for (const auto& [id, net] : networks) {
+    // Near its cap, a network's connections with no request in progress give way sooner: one
+    // VM's idle keep-alive connections must not keep its neighbours out.
+    const bool busy = net->connections.size() * 4 >= cap * 3;
     for (const auto& c : net->connections) {
       any = true;
-      if (c->deadline() <= now) due.emplace_back(id, c);
+      Clock::time_point idleSince;
+      const bool idleTooLong =
+          busy && c->idle(idleSince) && now - idleSince >= config.limits.busyIdleTimeout;
+      if (c->deadline() <= now || idleTooLong) due.emplace_back(id, c);
     }
   }
   for (const auto& [id, c] : due) {
@@ -463,6 +608,21 @@ void MetadataServer::Impl::sweep() {
   }
   // Runs only while there are connections: an idle agent is not woken.
   if (any) ensureSweep();
+}
+
+void MetadataServer::Impl::admit(Network& net, const std::shared_ptr<Connection>& c) {
+  Client& client = net.clients[c->clientIp()];
+  if (client.inFlight >= static_cast<std::size_t>(config.limits.maxInFlightPerClient)) {
+    client.waiting.push_back(c);
+    return;
+  }
+  ++client.inFlight;
+  c->holdClientSlot();
+  if (net.inFlight >= static_cast<std::size_t>(config.limits.maxInFlightPerNamespace)) {
+    net.waiting.push_back(c);
+    return;
+  }
+  c->sendToNova();
 }
 
 void MetadataServer::Impl::releaseSlot(Network& net) {
@@ -477,47 +637,88 @@ void MetadataServer::Impl::releaseSlot(Network& net) {
   }
 }
 
-void MetadataServer::Impl::accept(const std::shared_ptr<Network>& net, Acceptor& acceptor) {
-  acceptor.async_accept([self = shared_from_this(), net, &acceptor](
-                            const boost::system::error_code& ec, Socket socket) {
+void MetadataServer::Impl::releaseClientSlot(Network& net, const std::string& clientIp) {
+  const auto it = net.clients.find(clientIp);
+  if (it == net.clients.end()) return;
+  Client& client = it->second;
+  if (client.inFlight > 0) --client.inFlight;
+  while (!client.waiting.empty()) {
+    auto next = client.waiting.front().lock();
+    client.waiting.pop_front();
+    if (next) return admit(net, next);
+  }
+}
+
+void MetadataServer::Impl::accept(const std::shared_ptr<Network>& net, Listener& listener) {
+  listener.acceptor->async_accept([self = shared_from_this(), net, &listener](
+                                      const boost::system::error_code& ec, Socket socket) {
     if (net->removed || self->stopped || ec == asio::error::operation_aborted) return;
     if (ec) {
-      // EMFILE and the like: log, and try again on the next loop turn rather than spin.
-      self->log->warn("network {}: accept failed: {}", net->id, ec.message());
-      asio::post(self->io, [self, net, &acceptor] {
-        if (!net->removed && !self->stopped) self->accept(net, acceptor);
+      // EMFILE and the like leave the connection in the backlog: accepting again at once would
+      // fail again at once, forever. Back off, and say so at a bounded rate.
+      const auto delay = core::acceptRetryDelay(++listener.failures);
+      self->acceptFailures.inc();
+      self->vmLog(*net, VmLog::Accept, spdlog::level::warn,
+                  "network {}: accept failed: {}; retrying in {} ms", net->id, ec.message(),
+                  delay.count());
+      listener.retry.expires_after(delay);
+      listener.retry.async_wait([self, net, &listener](const boost::system::error_code& e) {
+        if (!e && !net->removed && !self->stopped) self->accept(net, listener);
       });
       return;
     }
-    const auto limit = static_cast<std::size_t>(self->config.limits.maxConnectionsPerNamespace);
-    if (net->connections.size() >= limit) {
-      self->refused.inc();
-      self->log->info("network {}: connection limit ({}) reached, closing a new connection",
-                      net->id, limit);
-      boost::system::error_code ignored;
-      socket.close(ignored);
-    } else {
-      boost::system::error_code peerError;
-      const auto peer = socket.remote_endpoint(peerError);
-      if (!peerError) {
-        boost::system::error_code ignored;
-        socket.set_option(tcp::no_delay(true), ignored);
-        // Answers are written at once where they fit (core::writeNow).
-        socket.non_blocking(true, ignored);
-        auto conn = std::make_shared<Connection>(self, net, std::move(socket), clientAddress(peer));
-        net->connections.insert(conn);
-        conn->start();
-      }
-    }
-    self->accept(net, acceptor);
+    listener.failures = 0;
+    self->onAccepted(net, std::move(socket));
+    self->accept(net, listener);
   });
+}
+
+void MetadataServer::Impl::onAccepted(const std::shared_ptr<Network>& net, Socket socket) {
+  boost::system::error_code peerError;
+  const auto peer = socket.remote_endpoint(peerError);
+  if (peerError) return;
+  std::string client = clientAddress(peer);
+  const auto& limits = config.limits;
+  core::Counter* refusedBy = nullptr;
+  const char* limit = "";
+  if (totalConnections >= maxTotalConnections) {
+    refusedBy = &refusedTotal;
+    limit = "all namespaces";
+  } else if (net->connections.size() >=
+             static_cast<std::size_t>(limits.maxConnectionsPerNamespace)) {
+    refusedBy = &refusedNamespace;
+    limit = "namespace";
+  } else if (const auto it = net->clients.find(client);
+             it != net->clients.end() &&
+             it->second.connections >= static_cast<std::size_t>(limits.maxConnectionsPerClient)) {
+    refusedBy = &refusedClient;
+    limit = "client";
+  }
+  boost::system::error_code ignored;
+  if (refusedBy != nullptr) {
+    // Accepted and closed at once: a flood shows in the metrics, not as a SYN backlog.
+    refusedBy->inc();
+    vmLog(*net, VmLog::Refused, spdlog::level::info,
+          "network {} client {}: {} connection limit reached, closing a new connection", net->id,
+          client, limit);
+    socket.close(ignored);
+    return;
+  }
+  socket.set_option(tcp::no_delay(true), ignored);
+  // Answers are written at once where they fit (core::writeNow).
+  socket.non_blocking(true, ignored);
+  auto conn =
+      std::make_shared<Connection>(shared_from_this(), net, std::move(socket), std::move(client));
+  net->connections.insert(conn);
+  conn->start();
 }
 
 void MetadataServer::Impl::closeNetwork(Network& net) {
   net.removed = true;
   for (auto& listener : net.listeners) {
     boost::system::error_code ignored;
-    listener->close(ignored);
+    listener->retry.cancel();
+    listener->acceptor->close(ignored);
   }
   listenersGauge.add(-static_cast<double>(net.listeners.size()));
   net.listeners.clear();
@@ -562,8 +763,9 @@ core::Status MetadataServer::addListener(const std::string& networkId, int fd) {
   acceptor->assign(address.ss_family == AF_INET ? tcp::v4() : tcp::v6(), fd, ec);
   if (ec) return fail("cannot adopt the socket: " + ec.message());
   acceptor->non_blocking(true, ec);
-  Acceptor& ref = *acceptor;
-  net->listeners.push_back(std::move(acceptor));
+  auto listener = std::make_unique<Listener>(impl_->io, std::move(acceptor));
+  Listener& ref = *listener;
+  net->listeners.push_back(std::move(listener));
   impl_->listenersGauge.add(1);
   impl_->accept(net, ref);
   return {};

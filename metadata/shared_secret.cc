@@ -2,10 +2,12 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include "core/logging.h"
 
@@ -61,8 +63,12 @@ core::Status SharedSecret::reload() {
   std::ostringstream text;
   text << in.rdbuf();
   std::string secret = text.str();
-  // One line, as a Kubernetes Secret or `echo secret > file` leaves it.
-  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+  // Surrounding whitespace removed, as oslo.config strips Nova's (and Neutron's)
+  // metadata_proxy_shared_secret when it reads it: a trailing space or newline left by an
+  // editor or `echo secret > file` would otherwise make every signature differ from Nova's.
+  constexpr std::string_view kSpace = " \t\r\n\v\f";
+  secret.erase(0, std::min(secret.size(), secret.find_first_not_of(kSpace)));
+  secret.erase(secret.find_last_not_of(kSpace) + 1);
   const bool firstLoad = !loaded_;
   const bool different = secret != secret_;
   secret_ = std::move(secret);

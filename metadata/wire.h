@@ -20,6 +20,13 @@ struct RequestData {
   std::string body;
   int version = 11;
   bool expectContinue = false;
+  // The Transfer-Encoding values (joined by ", ") and whether Content-Length was given: the
+  // framing checked once the header is in (RFC 9112 6.1, 6.3).
+  std::string transferEncoding;
+  bool contentLength = false;
+  // When the framing is refused: the status to answer (400, or 501 for a coding we do not
+  // decode), then the connection is closed. 0: fine.
+  unsigned framingError = 0;
 };
 
 /** Parses one request into a RequestData (cleared first). One parser per request. */
@@ -35,7 +42,7 @@ class RequestReader final : public boost::beast::http::basic_parser<true> {
   void on_response_impl(int, string_view, int, error_code&) override {}
   void on_field_impl(boost::beast::http::field name, string_view, string_view value,
                      error_code&) override;
-  void on_header_impl(error_code&) override {}
+  void on_header_impl(error_code& ec) override;
   void on_body_init_impl(const boost::optional<std::uint64_t>& length, error_code&) override;
   std::size_t on_body_impl(string_view data, error_code&) override;
   void on_chunk_header_impl(std::uint64_t, string_view, error_code&) override {}
@@ -44,6 +51,17 @@ class RequestReader final : public boost::beast::http::basic_parser<true> {
 
   RequestData& out_;
 };
+
+/** The status a request's framing must be refused with (0: it is fine): Transfer-Encoding whose
+ *  last coding is not chunked, chunked twice, or together with Content-Length, or in HTTP/1.0:
+ *  400 (the body's end cannot be known: what follows must not be read as another request);
+ *  any coding but chunked (gzip, deflate...): 501, as the proxy decodes none. */
+unsigned transferEncodingError(std::string_view transferEncoding, bool contentLength, int version);
+
+/** Turns an absolute-form target ("http://169.254.169.254/latest?x") into its origin form
+ *  ("/latest?x") in place, as RFC 9112 3.2.2 asks of a server (haproxy accepts it too); the
+ *  authority is dropped (the listener says which network). False when `target` is neither. */
+bool toOriginForm(std::string& target);
 
 /**
  * The status line and headers of an answer, as Beast's serializer wrote them before: status

@@ -18,6 +18,7 @@
 #include "ovsdb/ovs_idl_glue.h"
 #include "ovsdb/ovs_log.h"
 #include "ovsdb/ovs_metadata_glue.h"
+#include "ovsdb/sb_values.h"
 
 namespace okna::ovsdb {
 
@@ -98,9 +99,11 @@ void readMetadataView(okna_sb_idl* sb, SbMetadataView& view) {
   okna_sb_idl_foreach_port(
       sb,
       [](void* ctx, const okna_sb_port* p) {
-        static_cast<std::vector<SbPort>*>(ctx)->push_back(
+        auto& port = static_cast<std::vector<SbPort>*>(ctx)->emplace_back(
             SbPort{p->uuid, p->logical_port, p->type, p->datapath, p->on_chassis != 0,
-                   p->on_additional != 0, p->mac0, p->cidrs, p->device_id, p->project_id});
+                   p->on_additional != 0, p->mac0, p->cidrs, p->device_id, p->project_id, ""});
+        // Tenant values, checked where they enter the agent (ovsdb/sb_values.h).
+        port.problem = sbPortProblem(port);
       },
       &rows.ports);
   std::sort(rows.ports.begin(), rows.ports.end(),

@@ -37,6 +37,8 @@ struct SbPort {
   std::string cidrs;
   std::string deviceId;
   std::string projectId;
+  // Why this port is not served (a value failed ovsdb/sb_values.h's checks); "" when it may be.
+  std::string problem;
   bool operator==(const SbPort&) const = default;
 };
 

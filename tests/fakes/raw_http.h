@@ -59,9 +59,17 @@ struct RawResponse {
 
 class RawClient {
  public:
-  explicit RawClient(int port, const char* address = "127.0.0.1") {
+  /** `source`: the local IPv4 address to connect from (another VM, on loopback: 127.0.0.2). */
+  explicit RawClient(int port, const char* address = "127.0.0.1", const char* source = nullptr) {
     const bool v6 = std::string(address).find(':') != std::string::npos;
     fd_ = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (source != nullptr) {
+      sockaddr_in from{};
+      from.sin_family = AF_INET;
+      ::inet_pton(AF_INET, source, &from.sin_addr);
+      if (::bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0)
+        throw std::runtime_error("bind to the source address failed");
+    }
     sockaddr_storage ss{};
     socklen_t len = 0;
     if (v6) {

@@ -30,6 +30,10 @@ TEST(MetadataConfigTest, Defaults) {
   EXPECT_EQ(c->limits.maxInFlightPerNamespace, 16);
   EXPECT_EQ(c->limits.headerTimeout, std::chrono::seconds(10));
   EXPECT_EQ(c->limits.idleTimeout, std::chrono::seconds(60));
+  EXPECT_EQ(c->limits.maxConnectionsPerClient, 8);
+  EXPECT_EQ(c->limits.maxInFlightPerClient, 4);
+  EXPECT_EQ(c->limits.busyIdleTimeout, std::chrono::seconds(2));
+  EXPECT_EQ(c->limits.maxConnectionsTotal, 0) << "0: from the file limit";
   EXPECT_EQ(c->verifyInterval, std::chrono::seconds(60));
 }
 
@@ -56,6 +60,10 @@ limits:
   maxInFlightPerNamespace: 4
   headerTimeoutSeconds: 1.5
   idleTimeoutSeconds: 30
+  maxConnectionsPerClient: 3
+  maxInFlightPerClient: 2
+  busyIdleTimeoutSeconds: 0.5
+  maxConnectionsTotal: 5000
 )");
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_FALSE(c->enabled);
@@ -77,6 +85,10 @@ limits:
   EXPECT_EQ(c->limits.maxInFlightPerNamespace, 4);
   EXPECT_EQ(c->limits.headerTimeout, std::chrono::milliseconds(1500));
   EXPECT_EQ(c->limits.idleTimeout, std::chrono::seconds(30));
+  EXPECT_EQ(c->limits.maxConnectionsPerClient, 3);
+  EXPECT_EQ(c->limits.maxInFlightPerClient, 2);
+  EXPECT_EQ(c->limits.busyIdleTimeout, std::chrono::milliseconds(500));
+  EXPECT_EQ(c->limits.maxConnectionsTotal, 5000);
 }
 
 struct BadCase {
@@ -114,7 +126,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"limits: {maxBodyBytes: -1}", "limits.maxBodyBytes"},
         BadCase{"limits: {maxInFlightPerNamespace: 0}", "limits.maxInFlightPerNamespace"},
         BadCase{"limits: {headerTimeoutSeconds: 0}", "limits.headerTimeoutSeconds"},
-        BadCase{"limits: {idleTimeoutSeconds: x}", "limits.idleTimeoutSeconds"}));
+        BadCase{"limits: {idleTimeoutSeconds: x}", "limits.idleTimeoutSeconds"},
+        BadCase{"limits: {maxConnectionsPerClient: 0}", "limits.maxConnectionsPerClient"},
+        BadCase{"limits: {maxInFlightPerClient: 0}", "limits.maxInFlightPerClient"},
+        BadCase{"limits: {busyIdleTimeoutSeconds: 0}", "limits.busyIdleTimeoutSeconds"},
+        BadCase{"limits: {maxConnectionsTotal: -1}", "limits.maxConnectionsTotal"}));
 
 }  // namespace
 }  // namespace okna::metadata

@@ -8,7 +8,7 @@
 namespace okna::metadata {
 namespace {
 
-const InstancePort kPort{"port-1", "4b1a0cc0-7c2d-4e6a-9a9b-1a2b3c4d5e6f", "proj-9"};
+const InstancePort kPort{"port-1", "4b1a0cc0-7c2d-4e6a-9a9b-1a2b3c4d5e6f", "proj-9", ""};
 
 NovaEndpoint endpoint() {
   NovaConfig n;

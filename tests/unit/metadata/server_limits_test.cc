@@ -3,6 +3,8 @@
 // against a fake Nova is in tests/integration/metadata.
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/metrics.h"
 #include "metadata/config.h"
@@ -22,7 +24,7 @@ using okna::testing::RawClient;
 using okna::testing::waitFor;
 
 const std::string kNet = "6f1e4c3a-1111-2222-3333-444455556666";
-const InstancePort kVm{"lport-1", "4b1a0cc0-7c2d-4e6a-9a9b-1a2b3c4d5e6f", "project-1"};
+const InstancePort kVm{"lport-1", "4b1a0cc0-7c2d-4e6a-9a9b-1a2b3c4d5e6f", "project-1", ""};
 
 class ServerTest : public ::testing::Test {
  protected:
@@ -31,6 +33,8 @@ class ServerTest : public ::testing::Test {
     config_.limits.maxRequestHeaderBytes = 1024;
     config_.limits.maxBodyBytes = 64;
     config_.limits.maxInFlightPerNamespace = 1;
+    // The tests of the busy-network timeout set their own; the others keep idle connections.
+    config_.limits.busyIdleTimeout = std::chrono::seconds(60);
     config_.nova.host = "10.9.9.9";
     lookup_.setPort(kNet, "127.0.0.1", kVm);
   }
@@ -309,7 +313,7 @@ TEST_F(ServerTest, TooManyConnectionsAreClosedAndCounted) {
   ASSERT_TRUE(waitFor([&] { return connections() == 3; }, std::chrono::seconds(10)));
   RawClient extra(port_);
   EXPECT_TRUE(extra.closedByPeer());
-  EXPECT_EQ(metric("okna_metadata_connections_refused_total"), 1);
+  EXPECT_EQ(metric("okna_metadata_connections_refused_total{reason=\"namespace\"}"), 1);
   // The others still work.
   loop_.run([&] { lookup_.set(kNet, "127.0.0.1", LookupResult{}); });
   ASSERT_TRUE(a.send(getRequest("/x")));
@@ -382,13 +386,206 @@ TEST_F(ServerTest, GarbageIs400) {
   EXPECT_TRUE(c.closedByPeer());
 }
 
-TEST_F(ServerTest, AbsoluteFormTargetIs400) {
+TEST_F(ServerTest, AbsoluteFormTargetIsServedAsItsPath) {
+  // RFC 9112 3.2.2: a server must accept the absolute form (haproxy, Neutron's proxy, does).
   start();
   RawClient c(port_);
-  ASSERT_TRUE(c.send("GET http://169.254.169.254/latest HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(c.send("GET http://169.254.169.254/latest?x=1 HTTP/1.1\r\nHost: x\r\n\r\n"));
+  auto p = nextNova();
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->request.url, "http://10.9.9.9:8775/latest?x=1");
+  answer(p, 200, "x");
   auto r = c.read();
   ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  ASSERT_TRUE(c.send("GET HTTP://169.254.169.254 HTTP/1.1\r\nHost: x\r\n\r\n"));
+  p = nextNova();
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->request.url, "http://10.9.9.9:8775/");
+  answer(p, 200, "y");
+  ASSERT_TRUE(c.read());
+  // Neither origin nor absolute form: 400.
+  ASSERT_TRUE(c.send("OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n"));
+  r = c.read();
+  ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400);
+}
+
+// RFC 9112 6.1 and 6.3: a body whose end cannot be known is refused and the connection closed,
+// never read as "no body" with the rest taken for the next request (request smuggling).
+TEST_F(ServerTest, TransferEncodingsTheProxyCannotFrameAreRefusedAndClose) {
+  struct Case {
+    std::string head;
+    int status;
+  };
+  const std::string smuggled = "0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::vector<Case> cases{
+      {"Transfer-Encoding: chunked, identity\r\n", 400},
+      {"Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n", 400},
+      {"Transfer-Encoding: chunked, chunked\r\n", 400},
+      {"Transfer-Encoding: identity\r\n", 400},
+      {"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n", 400},
+      {"Transfer-Encoding: gzip, chunked\r\n", 501},
+  };
+  start();
+  for (const auto& c : cases) {
+    RawClient client(port_);
+    ASSERT_TRUE(client.send("POST /openstack/latest/password HTTP/1.1\r\nHost: x\r\n" + c.head +
+                            "\r\n" + smuggled));
+    auto r = client.read();
+    ASSERT_TRUE(r) << c.head;
+    EXPECT_EQ(r->status, c.status) << c.head;
+    EXPECT_TRUE(client.closedByPeer()) << c.head;
+  }
+  RawClient old(port_);
+  ASSERT_TRUE(old.send("POST /p HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n" + smuggled));
+  auto r = old.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << "Transfer-Encoding in HTTP/1.0";
+  EXPECT_EQ(loop_.run([&] { return http_.all().size(); }), 0u) << "nothing reached Nova";
+  // Plain chunked still works.
+  RawClient good(port_);
+  ASSERT_TRUE(
+      good.send("POST /openstack/latest/password HTTP/1.1\r\nHost: x\r\n"
+                "Transfer-Encoding: Chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"));
+  auto p = nextNova();
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->request.body, "abc");
+  answer(p, 200, "ok");
+  ASSERT_TRUE(good.read());
+}
+
+TEST_F(ServerTest, APortThatFailedItsChecksIs404AndNovaIsNotAsked) {
+  start();
+  loop_.run([&] {
+    lookup_.setPort(kNet, "127.0.0.1",
+                    {"lport-\xe2\x80\xae", "", "", "external_ids:neutron:device_id is not a UUID"});
+  });
+  RawClient c(port_);
+  ASSERT_TRUE(c.send(getRequest("/openstack/latest/meta_data.json")));
+  auto r = c.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  // A port of no instance (empty device_id): 404 too, as Neutron answers it.
+  loop_.run([&] { lookup_.setPort(kNet, "127.0.0.1", {"lport-2", "", "project-1", ""}); });
+  ASSERT_TRUE(c.send(getRequest("/openstack/latest/meta_data.json")));
+  r = c.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_EQ(loop_.run([&] { return http_.all().size(); }), 0u);
+}
+
+TEST_F(ServerTest, OneVmAtItsConnectionLimitDoesNotStopAnother) {
+  config_.limits.maxConnectionsPerClient = 2;
+  lookup_.set(kNet, "127.0.0.1", LookupResult{});
+  lookup_.set(kNet, "127.0.0.2", LookupResult{});
+  start();
+  RawClient a(port_), b(port_);
+  ASSERT_TRUE(waitFor([&] { return connections() == 2; }, std::chrono::seconds(10)));
+  RawClient third(port_);
+  EXPECT_TRUE(third.closedByPeer());
+  EXPECT_EQ(metric("okna_metadata_connections_refused_total{reason=\"client\"}"), 1);
+  // Another VM of the same network gets in and is answered.
+  RawClient neighbour(port_, "127.0.0.1", "127.0.0.2");
+  ASSERT_TRUE(neighbour.send(getRequest("/latest")));
+  auto r = neighbour.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+}
+
+TEST_F(ServerTest, OneVmAtItsInFlightLimitWaitsWhileAnotherIsServed) {
+  config_.limits.maxInFlightPerNamespace = 4;
+  config_.limits.maxInFlightPerClient = 1;
+  lookup_.setPort(kNet, "127.0.0.2", {"lport-2", "0c7d3f7e-2f0a-4b8e-9c55-7e0b6c1d2a3b", "p2", ""});
+  start();
+  RawClient a1(port_), a2(port_);
+  ASSERT_TRUE(a1.send(getRequest("/a1")));
+  auto p1 = nextNova();
+  ASSERT_TRUE(p1);
+  ASSERT_TRUE(a2.send(getRequest("/a2")));
+  RawClient b(port_, "127.0.0.1", "127.0.0.2");
+  ASSERT_TRUE(b.send(getRequest("/b")));
+  // B's request reaches Nova although A's second one came first: A has its one slot.
+  auto pb = nextNova();
+  ASSERT_TRUE(pb);
+  EXPECT_NE(pb->request.url.find("/b"), std::string::npos) << pb->request.url;
+  answer(pb, 200, "b");
+  ASSERT_TRUE(b.read());
+  answer(p1, 200, "a1");
+  ASSERT_TRUE(a1.read());
+  auto p2 = nextNova();
+  ASSERT_TRUE(p2);
+  EXPECT_NE(p2->request.url.find("/a2"), std::string::npos) << p2->request.url;
+  answer(p2, 200, "a2");
+  auto r = a2.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, "a2");
+}
+
+TEST_F(ServerTest, IdleConnectionsGiveWaySoonerWhenTheNetworkIsNearItsCap) {
+  config_.limits.maxConnectionsPerNamespace = 4;
+  config_.limits.busyIdleTimeout = std::chrono::milliseconds(100);
+  lookup_.set(kNet, "127.0.0.1", LookupResult{});
+  start();
+  // Three of four: busy. A VM holding them idle (one of them after a request) loses them.
+  RawClient a(port_), b(port_), c(port_);
+  ASSERT_TRUE(a.send(getRequest("/x")));
+  ASSERT_TRUE(a.read());
+  EXPECT_TRUE(a.closedByPeer());
+  EXPECT_TRUE(b.closedByPeer());
+  EXPECT_TRUE(c.closedByPeer());
+  EXPECT_TRUE(waitFor([&] { return connections() == 0; }, std::chrono::seconds(10)));
+}
+
+// accept() failing with EMFILE once re-posted itself at once: millions of failures and log
+// lines a second, timers starved. Now it backs off, and accepts again once descriptors are free.
+TEST_F(ServerTest, OutOfFileDescriptorsTheListenerBacksOffAndRecovers) {
+  lookup_.set(kNet, "127.0.0.1", LookupResult{});
+  start();
+  // The clients live in a child process (its own descriptor table): it connects when told.
+  int go[2];
+  ASSERT_EQ(::pipe(go), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(go[1]);
+    char byte;
+    if (::read(go[0], &byte, 1) != 1) ::_exit(1);
+    int fds[3];
+    for (int& fd : fds) {
+      fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in to{};
+      to.sin_family = AF_INET;
+      to.sin_port = htons(static_cast<uint16_t>(port_));
+      to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) ::_exit(2);
+    }
+    ::read(go[0], &byte, 1);  // until the parent closes the pipe
+    ::_exit(0);
+  }
+  ::close(go[0]);
+  // Fill this process's descriptor table.
+  std::vector<int> filler;
+  for (int fd; (fd = ::dup(0)) >= 0;) filler.push_back(fd);
+  ASSERT_EQ(errno, EMFILE);
+  ASSERT_EQ(::write(go[1], "g", 1), 1);
+  // The loop keeps running (metric() runs on it) while accept fails. Failures 1 to 5 are
+  // 10 + 20 + 40 + 80 ms apart; a listener that retried at once got there in microseconds.
+  const auto failures = [&] { return metric("okna_metadata_accept_failures_total"); };
+  const auto poll = std::chrono::milliseconds(1);
+  const bool first = waitFor([&] { return failures() >= 1; }, std::chrono::seconds(10), poll);
+  const auto firstAt = std::chrono::steady_clock::now();
+  const bool fifth = waitFor([&] { return failures() >= 5; }, std::chrono::seconds(10), poll);
+  const auto fifthAt = std::chrono::steady_clock::now();
+  for (const int fd : filler) ::close(fd);
+  ASSERT_TRUE(first && fifth) << failures();
+  EXPECT_GE(fifthAt - firstAt, std::chrono::milliseconds(100));
+  // Descriptors free again: the waiting connections are accepted (within the next retry).
+  EXPECT_TRUE(waitFor([&] { return connections() == 3; }, std::chrono::seconds(10)));
+  ::close(go[1]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 TEST_F(ServerTest, IdleKeepAliveConnectionIsClosed) {

@@ -38,6 +38,22 @@ TEST_F(SharedSecretTest, TrailingNewlineStripped) {
   EXPECT_EQ(*v, "s3cr3t");
 }
 
+TEST_F(SharedSecretTest, SurroundingWhitespaceStrippedAsOsloConfigDoes) {
+  // A trailing space (an editor, a copy from a terminal) made every request 403: Nova's own
+  // option is read through oslo.config, which strips the value.
+  for (const std::string text : {"s3cr3t \n", " \ts3cr3t\r\n", "s3cr3t\t", "\n\ns3cr3t  \n\n"}) {
+    write(dir_ / "secret", text);
+    SharedSecret s((dir_ / "secret").string());
+    auto v = s.get();
+    ASSERT_TRUE(v.ok()) << v.error().message;
+    EXPECT_EQ(*v, "s3cr3t") << "file held [" << text << "]";
+  }
+  // Inner spaces are part of the secret.
+  write(dir_ / "secret", " two words \n");
+  SharedSecret s((dir_ / "secret").string());
+  EXPECT_EQ(*s.get(), "two words");
+}
+
 TEST_F(SharedSecretTest, MissingFileIsAnErrorUntilItAppears) {
   const auto path = dir_ / "secret";
   const auto t0 = SharedSecret::Clock::now();
