@@ -60,6 +60,38 @@ TEST(MetadataPlanner, NetworkWithAVmBoundHereGetsANamespaceNamedAsNeutronNamesIt
   EXPECT_TRUE(plan.warnings.empty());
 }
 
+TEST(MetadataPlanner, ANetworkIdUnfitForAFileNameGetsNoNamespace) {
+  // The id names /run/netns/ovnmeta-<id> and two interfaces: never from unchecked bytes.
+  for (const std::string name : {"neutron-../../etc", "neutron-a/b", "neutron-a\nb", "neutron-"}) {
+    auto v = baseView();
+    v.rows.mutableCopy().datapathNames[kDp] = name;
+    const auto plan = planMetadata(v, false);
+    EXPECT_TRUE(plan.networks.empty()) << name;
+    ASSERT_EQ(plan.warnings.size(), 1U) << name;
+    EXPECT_EQ(plan.warnings[0].find('\n'), std::string::npos) << "escaped: " << plan.warnings[0];
+  }
+}
+
+TEST(MetadataPlanner, AMetadataPortThatFailedItsChecksGetsNoNamespace) {
+  auto v = baseView();
+  v.rows.mutableCopy().ports[0].problem = "logical_port holds a control character";
+  const auto plan = planMetadata(v, false);
+  EXPECT_TRUE(plan.networks.empty());
+  ASSERT_EQ(plan.warnings.size(), 1U);
+  EXPECT_NE(plan.warnings[0].find("logical_port holds a control character"), std::string::npos);
+}
+
+TEST(MetadataPlanner, AVmPortThatFailedItsChecksIsIndexedWithItsProblem) {
+  // Its VM is still bound here: the lookup finds it and the proxy refuses it by name (404).
+  auto v = baseView();
+  v.rows.mutableCopy().ports[1].problem = "external_ids:neutron:device_id is not a UUID";
+  const auto plan = planMetadata(v, false);
+  ASSERT_EQ(plan.networks.size(), 1U);
+  const auto& found = plan.index.at(kNet).at("10.0.0.10");
+  ASSERT_EQ(found.size(), 1U);
+  EXPECT_EQ(found[0]->problem, "external_ids:neutron:device_id is not a UUID");
+}
+
 TEST(MetadataPlanner, Ipv6AddsTheLinkLocalMetadataAddress) {
   const auto plan = planMetadata(baseView(), true);
   EXPECT_EQ(plan.networks.at(kNet)->addresses,
