@@ -67,6 +67,7 @@ class Process {
   Process& operator=(const Process&) = delete;
 
   void signal(int signo) { ::kill(pid_, signo); }
+  pid_t pid() const { return pid_; }
   /** The exit status if the process ended within `timeout`. */
   std::optional<int> waitExit(std::chrono::milliseconds timeout) {
     int status = 0;
@@ -97,7 +98,6 @@ class Process {
     ss << in.rdbuf();
     return ss.str();
   }
-  pid_t pid() const { return pid_; }
 
  private:
   std::string logPath_;

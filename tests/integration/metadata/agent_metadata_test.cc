@@ -125,7 +125,7 @@ class AgentMetadataTest : public ::testing::Test {
     ASSERT_NE(novaPort_, 0) << nova_->log();
   }
 
-  void startAgent() {
+  void startAgent(const std::string& limits = "", std::vector<std::string> wrapper = {}) {
     const std::string config =
         "logging: {level: debug}\n"
         "placement: {enabled: false}\n"
@@ -136,11 +136,12 @@ class AgentMetadataTest : public ::testing::Test {
         dir_ +
         "/agent-secret\n"
         "  nova: {host: 127.0.0.1, port: " +
-        std::to_string(novaPort_) + "}\n";
+        std::to_string(novaPort_) + "}\n" + (limits.empty() ? "" : "  limits: " + limits + "\n");
     agent_ = std::make_unique<AgentProcess>(
         server_->dir(), config,
         std::vector<std::string>{"--node-name", "hv-e2e", "--kubeconfig", server_->kubeconfig(),
-                                 "--context", "node-agent", "--ovsdb", chassis_->ovs_remote()});
+                                 "--context", "node-agent", "--ovsdb", chassis_->ovs_remote()},
+        std::move(wrapper));
   }
 
   // Waits until the VM gets an answer from Nova through the agent (OVN installs the flows for the
@@ -174,6 +175,29 @@ class AgentMetadataTest : public ::testing::Test {
   bool hasPort(const std::string& name) {
     const auto p = brIntPorts();
     return std::find(p.begin(), p.end(), name) != p.end();
+  }
+
+  // A VM that opens `count` connections to 169.254.169.254 and holds them, idle, until the
+  // test ends (a process in the VM's namespace).
+  std::unique_ptr<Process> holdIdleConnections(const std::string& netns, int count) {
+    static const char* kScript =
+        "import socket, sys, time\n"
+        "held = []\n"
+        "for i in range(int(sys.argv[1])):\n"
+        "    s = socket.socket(); s.settimeout(5)\n"
+        "    try:\n"
+        "        s.connect(('169.254.169.254', 80)); held.append(s)\n"
+        "    except OSError as e:\n"
+        "        print('connect failed:', e, flush=True)\n"
+        "print('opened', len(held), flush=True)\n"
+        "time.sleep(600)\n";
+    auto p = std::make_unique<Process>(
+        std::vector<std::string>{"/usr/sbin/ip", "netns", "exec", netns, "/usr/bin/python3", "-c",
+                                 kScript, std::to_string(count)},
+        dir_ + "/flood-" + netns + ".log");
+    EXPECT_TRUE(waitFor([&] { return p->log().find("opened") != std::string::npos; }, 60s))
+        << p->log();
+    return p;
   }
 
   std::unique_ptr<OvnChassis> chassis_;
@@ -320,6 +344,115 @@ TEST_F(AgentMetadataTest, DryRunListsWhatItWouldCreateKeepAndRemoveAndWritesNoth
   ASSERT_EQ(live["networks"].size(), 1u) << live.dump(2);
   EXPECT_EQ(live["networks"][0]["state"], "serving");
   EXPECT_EQ(live["southbound"], "synced");
+}
+
+// A project member sets its port's device_id to its own instance id followed by a second
+// request (neutron-lib allows any 255 characters; Neutron -> NB -> northd -> SB). Written raw
+// into X-Instance-ID it split the request to Nova: Nova answered twice on the pooled
+// connection and the next VM, of another project and network, got a stale answer (5 of 20
+// alternating rounds handed VM 1 VM 2's meta_data.json). Now the port is refused (404), no
+// byte of it reaches Nova, and the neighbour keeps getting its own data, round after round.
+TEST_F(AgentMetadataTest, ADeviceIdCarryingARequestIsRefusedAndNeighboursKeepTheirOwn) {
+  chassis_->add_network(kNet1, "10.0.0.0/24");
+  const auto vm1 = chassis_->add_vm(kNet1, "vm1", "10.0.0.11", "fa:16:3e:00:e2:11");
+  chassis_->add_network(kNet2, "10.0.1.0/24");
+  const auto vm2 = chassis_->add_vm(kNet2, "vm2", "10.0.1.12", "fa:16:3e:00:e2:12");
+  startAgent();
+  EXPECT_EQ(metaData(vm1.netns).value("uuid", ""), vm1.device_id);
+  EXPECT_EQ(metaData(vm2.netns).value("uuid", ""), vm2.device_id);
+
+  // ovn-nbctl reads a double-quoted value as a C-style string: \r and \n are the bytes.
+  const std::string hostile = vm1.device_id +
+                              "\\r\\n\\r\\nGET /openstack/latest/meta_data.json HTTP/1.1\\r\\n"
+                              "X-A: b";
+  const auto set = chassis_->nbctl({"set", "Logical_Switch_Port", vm1.lsp,
+                                    "external_ids:\"neutron:device_id\"=\"" + hostile + "\""});
+  ASSERT_TRUE(set.ok()) << set.err;
+  const auto sb = chassis_->sbctl(
+      {"--bare", "--columns=external_ids", "find", "Port_Binding", "logical_port=" + vm1.lsp});
+  ASSERT_TRUE(waitFor(
+      [&] {
+        return curlFromVm(*chassis_, vm1.netns, "/openstack/latest/meta_data.json").status == 404;
+      },
+      30s))
+      << "SB: " << sb.out;
+  const auto novaRequests = [&] {
+    const auto stats = okna::testing::httpCall(
+        "GET", "http://127.0.0.1:" + std::to_string(novaPort_) + "/_control/stats");
+    return nlohmann::json::parse(stats.body).value("requests", 0);
+  };
+  const int before = novaRequests();
+  for (int round = 0; round < 20; ++round) {
+    const Answer one = curlFromVm(*chassis_, vm1.netns, "/openstack/latest/meta_data.json");
+    EXPECT_EQ(one.status, 404) << "round " << round << ": " << one.body;
+    const Answer two = curlFromVm(*chassis_, vm2.netns, "/openstack/latest/meta_data.json");
+    ASSERT_EQ(two.status, 200) << "round " << round << ": " << two.body;
+    EXPECT_EQ(nlohmann::json::parse(two.body).value("uuid", ""), vm2.device_id)
+        << "round " << round;
+  }
+  // Nova got VM 2's 20 requests and nothing of VM 1's.
+  EXPECT_EQ(novaRequests() - before, 20);
+  EXPECT_NE(agent_->log().find("is not served: external_ids:neutron:device_id holds a control "
+                               "character"),
+            std::string::npos);
+  // The port is served again once its device_id is an instance id.
+  ASSERT_TRUE(chassis_
+                  ->nbctl({"set", "Logical_Switch_Port", vm1.lsp,
+                           "external_ids:\"neutron:device_id\"=\"" + vm1.device_id + "\""})
+                  .ok());
+  EXPECT_EQ(metaData(vm1.netns).value("uuid", ""), vm1.device_id);
+}
+
+// One VM holding idle connections once took all 64 of its network's: a neighbour (on a shared
+// provider network, another project) was refused. Per-VM limits keep the neighbour served.
+TEST_F(AgentMetadataTest, OneVmHoldingManyIdleConnectionsDoesNotStopAnother) {
+  chassis_->add_network(kNet1, "10.0.0.0/24");
+  const auto vm1 = chassis_->add_vm(kNet1, "vm1", "10.0.0.11", "fa:16:3e:00:e2:11");
+  const auto vm2 = chassis_->add_vm(kNet1, "vm2", "10.0.0.12", "fa:16:3e:00:e2:12");
+  startAgent();
+  EXPECT_EQ(metaData(vm1.netns).value("uuid", ""), vm1.device_id);
+  EXPECT_EQ(metaData(vm2.netns).value("uuid", ""), vm2.device_id);
+  const auto flood = holdIdleConnections(vm1.netns, 64);
+  // All but the VM's own 8 are closed at once.
+  EXPECT_TRUE(waitFor(
+      [&] {
+        return agent_->metric("okna_metadata_connections_refused_total{reason=\"client\"}") >= 56;
+      },
+      30s))
+      << agent_->adminGet("/metrics").body;
+  for (int round = 0; round < 5; ++round) {
+    const Answer a = curlFromVm(*chassis_, vm2.netns, "/openstack/latest/meta_data.json");
+    ASSERT_EQ(a.status, 200) << "round " << round << ": " << a.body;
+    EXPECT_EQ(nlohmann::json::parse(a.body).value("uuid", ""), vm2.device_id);
+  }
+}
+
+// Under a low file limit, connections from VMs are capped below it: the agent never runs out of
+// descriptors for its own work, and the kubelet's probe is answered throughout a flood.
+TEST_F(AgentMetadataTest, AFloodUnderALowFileLimitLeavesTheHealthEndpointAnswering) {
+  chassis_->add_network(kNet1, "10.0.0.0/24");
+  const auto vm1 = chassis_->add_vm(kNet1, "vm1", "10.0.0.11", "fa:16:3e:00:e2:11");
+  // Soft and hard: the agent cannot raise it back.
+  startAgent("{maxConnectionsPerClient: 100000, maxConnectionsPerNamespace: 100000}",
+             {"/usr/bin/prlimit", "--nofile=512:512", "--"});
+  EXPECT_EQ(metaData(vm1.netns).value("uuid", ""), vm1.device_id);
+  // 512 - a reserve of 256 - 128 for the health and admin listeners.
+  EXPECT_NE(agent_->log().find("at most 128 in all"), std::string::npos);
+  const auto flood = holdIdleConnections(vm1.netns, 400);
+  EXPECT_TRUE(waitFor(
+      [&] {
+        return agent_->metric("okna_metadata_connections_refused_total{reason=\"total\"}") >= 200;
+      },
+      60s))
+      << agent_->adminGet("/metrics").body;
+  EXPECT_EQ(agent_->get("/healthz").status, 200);
+  EXPECT_EQ(agent_->metric("okna_metadata_accept_failures_total"), 0) << "no EMFILE";
+  // Hundreds of refusals, a bounded number of log lines about them.
+  const std::string log = agent_->log();
+  std::size_t lines = 0;
+  for (std::size_t p = 0; (p = log.find("connection limit reached", p)) != std::string::npos; ++p)
+    ++lines;
+  EXPECT_LT(lines, 60u);
 }
 
 }  // namespace

@@ -325,7 +325,7 @@ TEST_P(ProxyIntegrationTest, LimitsOnTheRealPath) {
               std::chrono::seconds(10)));
   RawClient refused(port_);
   EXPECT_TRUE(refused.closedByPeer());
-  EXPECT_EQ(metric("okna_metadata_connections_refused_total"), 1);
+  EXPECT_EQ(metric("okna_metadata_connections_refused_total{reason=\"namespace\"}"), 1);
   ASSERT_TRUE(a.send(getRequest("/x", "X-Huge: " + std::string(4000, 'h') + "\r\n")));
   auto r = a.read();
   ASSERT_TRUE(r);
