@@ -25,7 +25,10 @@ Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& 
       clock_(io),
       config_(std::move(config)),
       api_(http, std::move(cluster)),
-      healthServer_(io, health_, metrics_, [this] { return debugPlan(); }),
+      healthServer_(io, health_, metrics_, nullptr,
+                    {HealthServerOptions::Endpoints::Probes, config_.health.maxConnections}),
+      adminServer_(io, health_, metrics_, [this] { return debugPlan(); },
+                   {HealthServerOptions::Endpoints::Admin, config_.health.maxConnections}),
       events_(api_, k8s::EventTarget{config_.nodeName, "", "openkeel-node-agent"}),
       heartbeat_(clock_.makeTimer()) {
   if (config_.ovs.enabled)
@@ -96,9 +99,7 @@ Agent::~Agent() {
 }
 
 core::Status Agent::start() {
-  auto listen = parseListenAddress(config_.health.listen, "health.listen");
-  if (!listen) return listen.error();
-  if (auto s = healthServer_.listen(listen->first, listen->second); !s) return s;
+  if (auto s = listenHealth(); !s) return s;
   health_.addComponent("node-informer");
   health_.addComponent("pod-informer");
   health_.addHeartbeat("event-loop", kLoopMaxSilence);
@@ -111,6 +112,18 @@ core::Status Agent::start() {
   nodeInformer_->start();
   podInformer_->start();
   return {};
+}
+
+core::Status Agent::listenHealth() {
+  if (auto s = checkHealthListeners(config_.health); !s) return s;
+  const auto probes = parseListenAddress(config_.health.listen, "health.listen");
+  if (auto s = healthServer_.listen(probes->first, probes->second); !s) return s;
+  if (config_.health.adminListen.empty()) {
+    core::logger("health")->info("/metrics and /debug/plan are off (health.adminListen is empty)");
+    return {};
+  }
+  const auto admin = parseListenAddress(config_.health.adminListen, "health.adminListen");
+  return adminServer_.listen(admin->first, admin->second);
 }
 
 nlohmann::json Agent::debugPlan() const {
@@ -126,6 +139,7 @@ void Agent::stop() {
   podInformer_->stop();
   placement_->stop();
   healthServer_.stop();
+  adminServer_.stop();
   heartbeat_->cancel();
   if (metadata_) metadata_->stop();
   if (chassis_) chassis_->stop();

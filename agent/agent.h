@@ -47,9 +47,9 @@ class Agent {
         k8s::ClusterConfig cluster);
   ~Agent();
 
-  /** Opens the health endpoint and starts the informers. */
+  /** Opens the health and admin endpoints and starts the informers. */
   core::Status start();
-  /** Stops watches and closes the listener; host state (OVS, namespaces) stays as it is. */
+  /** Stops watches and closes the listeners; host state (OVS, namespaces) stays as it is. */
   void stop();
 
   void addPlanListener(PlanListener listener) { listeners_.push_back(std::move(listener)); }
@@ -57,6 +57,8 @@ class Agent {
   core::HealthRegistry& health() { return health_; }
   core::MetricsRegistry& metrics() { return metrics_; }
   unsigned short healthPort() const { return healthServer_.port(); }
+  /** 0 when health.adminListen is empty. */
+  unsigned short adminPort() const { return adminServer_.port(); }
 
  private:
   void onNodeEvent(k8s::Informer::EventType type, const nlohmann::json& object);
@@ -68,6 +70,8 @@ class Agent {
   void beat();
   // /readyz for the informers, from their state: on every change and every heartbeat.
   void updateInformerReadiness();
+  // The probes' listener and, unless health.adminListen is empty, the admin one.
+  core::Status listenHealth();
 
   boost::asio::io_context& io_;
   // The informers' retry timers and failure durations.
@@ -76,7 +80,10 @@ class Agent {
   core::MetricsRegistry metrics_;
   core::HealthRegistry health_;
   k8s::ApiClient api_;
+  // /healthz /livez /readyz.
   HealthServer healthServer_;
+  // /metrics /debug/plan.
+  HealthServer adminServer_;
   std::unique_ptr<k8s::Informer> nodeInformer_;
   std::unique_ptr<k8s::Informer> podInformer_;
   std::unique_ptr<placement::Reconciler> placement_;

@@ -1,5 +1,8 @@
 #include "agent/config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -120,6 +123,25 @@ core::LogConfig parseLogging(const YamlField& f) {
   return c;
 }
 
+// A listen address as given; `optional`: the empty string (the listener is off) is allowed.
+std::string parseListen(const YamlField& f, const std::string& key, bool optional) {
+  std::string value = f.asString();
+  if (optional && value.empty()) return value;
+  if (auto parsed = parseListenAddress(value, key); !parsed) f.fail(parsed.error().message);
+  return value;
+}
+
+HealthConfig parseHealth(const YamlField& f) {
+  f.expectKeys({"listen", "adminListen", "maxConnections"});
+  HealthConfig c;
+  if (auto v = f.get("listen")) c.listen = parseListen(*v, "listen", false);
+  if (auto v = f.get("adminListen")) c.adminListen = parseListen(*v, "adminListen", true);
+  if (auto v = f.get("maxConnections"))
+    c.maxConnections = static_cast<std::size_t>(v->asInt(1, 4096));
+  if (auto s = checkHealthListeners(c); !s) f.failWithMessage(s.error().message);
+  return c;
+}
+
 AgentConfig parseRoot(const YamlField& root) {
   AgentConfig c;
   if (!root.path().empty()) root.fail("internal: not a root");
@@ -128,14 +150,7 @@ AgentConfig parseRoot(const YamlField& root) {
   if (auto v = root.get("nodeName")) c.nodeName = v->asString();
   if (auto v = root.get("kubernetes")) c.kubernetes = parseKubernetes(*v);
   if (auto v = root.get("nodeRoles")) c.nodeRoles = parseRoles(*v);
-  if (auto v = root.get("health")) {
-    v->expectKeys({"listen"});
-    if (auto l = v->get("listen")) {
-      c.health.listen = l->asString();
-      if (auto parsed = parseListenAddress(c.health.listen, "listen"); !parsed)
-        l->fail(parsed.error().message);
-    }
-  }
+  if (auto v = root.get("health")) c.health = parseHealth(*v);
   if (auto v = root.get("logging")) c.logging = parseLogging(*v);
   if (auto v = root.get("placement")) c.placement = placement::parsePlacementConfig(*v);
   // The profile that keeps a node's kubelet from granting roles also keeps it from granting traits.
@@ -154,12 +169,31 @@ core::Result<std::pair<std::string, unsigned short>> parseListenAddress(const st
     return core::makeError(what + " \"" + value + "\": expected host:port");
   std::string host = value.substr(0, colon);
   if (host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  // A name would need a resolver at start, and which address it gives could change.
+  in6_addr scratch{};
+  if (::inet_pton(AF_INET, host.c_str(), &scratch) != 1 &&
+      ::inet_pton(AF_INET6, host.c_str(), &scratch) != 1)
+    return core::makeError(what + " \"" + value + "\": the host must be an IP address");
   const std::string port = value.substr(colon + 1);
   char* end = nullptr;
   const long p = std::strtol(port.c_str(), &end, 10);
   if (port.empty() || *end != '\0' || p < 0 || p > 65535)
     return core::makeError(what + " \"" + value + "\": port must be 0-65535");
   return std::make_pair(host, static_cast<unsigned short>(p));
+}
+
+core::Status checkHealthListeners(const HealthConfig& health) {
+  auto probes = parseListenAddress(health.listen, "health.listen (--health-listen)");
+  if (!probes) return probes.error();
+  if (health.adminListen.empty()) return {};
+  auto admin = parseListenAddress(health.adminListen, "health.adminListen (--admin-listen)");
+  if (!admin) return admin.error();
+  // Port 0 asks the kernel for a free port: two of those never collide.
+  if (admin->second != 0 && admin->second == probes->second)
+    return core::makeError("health.adminListen (--admin-listen) \"" + health.adminListen +
+                           "\": the same port as health.listen (\"" + health.listen +
+                           "\"); /metrics and /debug/plan need a port of their own");
+  return {};
 }
 
 core::Result<AgentConfig> parseConfig(const std::string& yamlText, const std::string& fileName) {

@@ -3,6 +3,7 @@
 // that override it. Each later component (OVS, Placement, metadata) adds its own section here.
 
 #include <chrono>
+#include <cstddef>
 #include <string>
 
 #include "agent/roles.h"
@@ -28,9 +29,17 @@ struct KubernetesConfig {
 };
 
 struct HealthConfig {
-  // host:port of /healthz, /readyz, /metrics. 19874 is outside the kubelet's, node-exporter's
-  // and OVS/OVN's ports and below the Linux ephemeral range.
+  // host:port of /healthz, /livez, /readyz: on every address, where the kubelet probes it. 19874
+  // is outside the kubelet's, node-exporter's and OVS/OVN's ports and below the Linux ephemeral
+  // range.
   std::string listen = "0.0.0.0:19874";
+  // host:port of /metrics and /debug/plan, which name networks, VM addresses and the OVS
+  // configuration: loopback unless an operator opens it (e.g. 0.0.0.0:19875 for a scraper);
+  // empty: not served.
+  std::string adminListen = "127.0.0.1:19875";
+  // Open connections per listener, from this host (the kubelet's probes) and, apart, from other
+  // hosts; more are closed at accept. Probes and scrapes need a few.
+  std::size_t maxConnections = 64;
 };
 
 struct AgentConfig {
@@ -52,8 +61,12 @@ struct AgentConfig {
 core::Result<AgentConfig> parseConfig(const std::string& yamlText, const std::string& fileName);
 core::Result<AgentConfig> loadConfig(const std::string& path);
 
-/** Splits "host:port" / "[v6]:port"; the error names `what`. */
+/** Splits "host:port" / "[v6]:port" (host: an IP address); the error names `what`. */
 core::Result<std::pair<std::string, unsigned short>> parseListenAddress(const std::string& value,
                                                                         const std::string& what);
+
+/** The two listeners of `health` together, as the agent starts them (after the flags): each
+ *  address valid and not the same port for both. The error names the key and its flag. */
+core::Status checkHealthListeners(const HealthConfig& health);
 
 }  // namespace okna::agent

@@ -11,6 +11,7 @@
 #include "agent/dry_run.h"
 #include "agent/heap_release.h"
 #include "core/curl_http_client.h"
+#include "core/listener_guard.h"
 #include "core/logging.h"
 #include "core/run_loop.h"
 #include "k8s/credentials.h"
@@ -20,6 +21,19 @@ namespace {
 std::string envOr(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != '\0' ? v : fallback;
+}
+
+// Every listener's connection cap assumes the hard limit, not the soft one (often 1024): raised
+// once, before any descriptor is opened for a client. Not fatal: the caps still hold below it.
+void raiseFileLimit() {
+  const auto log = okna::core::logger("agent");
+  auto limit = okna::core::raiseFileLimit();
+  if (!limit) {
+    log->warn("cannot raise the open files limit: {}", limit.error().message);
+    return;
+  }
+  log->info("open files limit (RLIMIT_NOFILE): soft {} -> {} (hard {})", limit->before, limit->soft,
+            limit->hard);
 }
 
 }  // namespace
@@ -41,7 +55,12 @@ int main(int argc, char** argv) {
                  "kubeconfig for development (default: $KUBECONFIG, else in-cluster)");
   app.add_option("--context", kubeContext, "kubeconfig context (default: current-context)");
   app.add_option("--health-listen", healthListen,
-                 "host:port of /healthz /readyz /metrics (default 0.0.0.0:19874)");
+                 "host:port of /healthz /livez /readyz (default 0.0.0.0:19874)");
+  std::string adminListen;
+  // Given or not, rather than empty or not: an empty value turns the listener off.
+  auto* adminListenOption =
+      app.add_option("--admin-listen", adminListen,
+                     "host:port of /metrics /debug/plan (default 127.0.0.1:19875; \"\": off)");
   app.add_option("--log-format", logFormat, "text or json")->check(CLI::IsMember({"text", "json"}));
   app.add_option("--log-level", logLevel, "trace, debug, info, warn, error");
   app.add_option("--os-cloud", osCloud,
@@ -72,6 +91,7 @@ int main(int argc, char** argv) {
   if (!logFormat.empty()) config.logging.format = logFormat;
   if (!logLevel.empty()) config.logging.level = logLevel;
   if (!healthListen.empty()) config.health.listen = healthListen;
+  if (adminListenOption->count() > 0) config.health.adminListen = adminListen;
   if (!kubeconfig.empty()) config.kubernetes.kubeconfig = kubeconfig;
   if (!kubeContext.empty()) config.kubernetes.context = kubeContext;
   if (!osCloud.empty()) config.placement.cloud = osCloud;
@@ -83,8 +103,8 @@ int main(int argc, char** argv) {
     std::cerr << "config error: " << s.error().message << "\n";
     return 2;
   }
-  if (auto listen = agent::parseListenAddress(config.health.listen, "--health-listen"); !listen) {
-    std::cerr << "config error: " << listen.error().message << "\n";
+  if (auto s = agent::checkHealthListeners(config.health); !s) {
+    std::cerr << "config error: " << s.error().message << "\n";
     return 2;
   }
 
@@ -117,6 +137,8 @@ int main(int argc, char** argv) {
   if (cluster->tls.insecureSkipVerify)
     core::logger("agent")->warn(
         "TLS verification of the API server is off (insecure-skip-tls-verify)");
+
+  raiseFileLimit();
 
   boost::asio::io_context io;
   core::CurlHttpClient http(io, "openkeel-node-agent/0.1.0");

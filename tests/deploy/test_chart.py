@@ -51,7 +51,8 @@ class TestLint(ChartCase):
         p = render_text(values=[os.path.join(VALUES, "bad-schema.yaml")], check=False)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("values don't meet the specifications of the schema", p.stderr)
-        for field in ("placement.roles.1", "health.port", "ovs.sbRemote", "metadata.sharedSecret.name"):
+        for field in ("placement.roles.1", "health.port", "health.maxConnections", "metrics.exposeOnNode",
+                      "ovs.sbRemote", "metadata.sharedSecret.name"):
             self.assertIn(field, p.stderr)
         lint = run([HELM, "lint", CHART, "-f", os.path.join(VALUES, "bad-schema.yaml")], check=False)
         self.assertNotEqual(lint.returncode, 0)
@@ -92,6 +93,27 @@ class TestDefaultProfile(ChartCase):
         self.assertEqual(self.container["readinessProbe"]["httpGet"], {"path": "/readyz", "port": 19874,
                                                                        "scheme": "HTTP"})
         self.assertEqual(agent_config(self.objs)["health"]["listen"], "0.0.0.0:19874")
+        self.assertEqual(agent_config(self.objs)["health"]["maxConnections"], 64)
+        self.assertEqual(self.container["ports"], [{"name": "health", "containerPort": 19874, "protocol": "TCP"}])
+
+    def test_metrics_and_plan_on_loopback_unless_exposed(self):
+        # /metrics and /debug/plan name networks and VM addresses: not on the node's network by default.
+        self.assertEqual(agent_config(self.objs)["health"]["adminListen"], "127.0.0.1:19875")
+        objs = render(sets=["metrics.exposeOnNode=true"])
+        self.assertEqual(agent_config(objs)["health"]["adminListen"], "0.0.0.0:19875")
+        self.assertIn({"name": "metrics", "containerPort": 19875, "protocol": "TCP"},
+                      pod_spec(objs)["containers"][0]["ports"])
+        objs = render(sets=["metrics.exposeOnNode=true", "metrics.bindAddress=10.0.0.7", "metrics.port=9101"])
+        self.assertEqual(agent_config(objs)["health"]["adminListen"], "10.0.0.7:9101")
+        objs = render(sets=["metrics.enabled=false", "metrics.exposeOnNode=true"])
+        self.assertEqual(agent_config(objs)["health"]["adminListen"], "")
+        self.assertEqual([p["name"] for p in pod_spec(objs)["containers"][0]["ports"]], ["health"])
+
+    def test_metrics_port_must_differ_from_the_health_port(self):
+        p = render_text(sets=["metrics.port=19874"], check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("metrics.port must differ from health.port", p.stderr)
+        self.assertEqual(render_text(sets=["metrics.port=19874", "metrics.enabled=false"]).returncode, 0)
 
     def test_grace_period_covers_the_gateway_drain(self):
         drain = agent_config(self.objs)["ovs"]["drainTimeoutSeconds"]
@@ -340,6 +362,11 @@ class TestAgentAcceptsTheRenderedConfig(ChartCase):
         # ovs.ssl as the chart writes it passes the agent's strict parser.
         self.assertEqual(self.dry_run(["ovs.tlsSecret=ovn-tls", "ovs.sbRemote=ssl:10.0.0.5:6642"],
                                       "ok-net-2.node.json")["roles"], [])
+
+    def test_metrics_listener_settings(self):
+        # health.adminListen and maxConnections as the chart writes them pass the agent's parser.
+        for sets in (["metrics.exposeOnNode=true"], ["metrics.enabled=false"], ["health.maxConnections=8"]):
+            self.assertEqual(self.dry_run(sets, "ok-net-2.node.json")["roles"], [], sets)
 
     def test_hardened_profile(self):
         plan = self.dry_run(["global.nodeRoles.profile=hardened"], "ok-net-2.node.json")

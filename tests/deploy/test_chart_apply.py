@@ -144,7 +144,8 @@ class TestAgentUnderTheServiceAccount(ApplyCase):
             yaml.safe_dump(cfg, f)
         log = open(os.path.join(self.tmp, "agent.log"), "w+")
         proc = subprocess.Popen([AGENT, "--config", path, "--kubeconfig", self.kubeconfig, "--context", SA,
-                                 "--node-name", "lab-1", "--health-listen", "127.0.0.1:0", "--log-format", "text"],
+                                 "--node-name", "lab-1", "--health-listen", "127.0.0.1:0", "--admin-listen",
+                                 "127.0.0.1:0", "--log-format", "text"],
                                 stdout=log, stderr=subprocess.STDOUT)
         self.addCleanup(lambda: (proc.poll() is None and proc.send_signal(signal.SIGTERM), proc.wait(10),
                                  log.close()))

@@ -6,7 +6,8 @@ answers, then removed (conffiles kept) and purged (nothing left).
 
 The command is the unit's ExecStart with the unit's environment (Environment=, %H expanded), plus
 NODE_NAME as /etc/default/openkeel-node-agent would set it (the fake knows node lab-1, not this
-host) and `--health-listen 127.0.0.1:0` so that it never collides with an agent on port 19874.
+host) and `--health-listen 127.0.0.1:0 --admin-listen 127.0.0.1:0` so that it never collides with an
+agent on ports 19874 and 19875.
 """
 import glob
 import json
@@ -135,8 +136,8 @@ class TestDebianPackage(unittest.TestCase):
 
         env = dict(env, NODE_NAME="lab-1", PATH="/usr/sbin:/usr/bin:/sbin:/bin")
         log = open(os.path.join(self.tmp, "agent.log"), "w+")
-        agent = subprocess.Popen(cmd + ["--health-listen", "127.0.0.1:0"], env=env, stdout=log,
-                                 stderr=subprocess.STDOUT)
+        agent = subprocess.Popen(cmd + ["--health-listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"], env=env,
+                                 stdout=log, stderr=subprocess.STDOUT)
         try:
             port = []
 

@@ -107,7 +107,8 @@ class TestRuntimeTree(unittest.TestCase):
         log_path = os.path.join(self.tmp, "agent.log")
         log = open(log_path, "w+")
         agent = subprocess.Popen(["chroot", self.tree, "/usr/bin/openkeel-node-agent", "--config", "/tmp/agent.yaml", "--kubeconfig",
-                                  "/tmp/kubeconfig", "--node-name", "lab-1", "--health-listen", "127.0.0.1:0"],
+                                  "/tmp/kubeconfig", "--node-name", "lab-1", "--health-listen", "127.0.0.1:0",
+                                  "--admin-listen", "127.0.0.1:0"],
                                  stdout=log, stderr=subprocess.STDOUT)
         self.addCleanup(lambda: (agent.terminate(), agent.wait(10), log.close()))
         port = []

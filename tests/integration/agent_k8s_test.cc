@@ -338,8 +338,9 @@ TEST_F(AgentK8sTest, EveryMetricTheReadmeListsIsExportedFromTheStart) {
   // Nothing has happened yet: the API server answers nothing but 503.
   ASSERT_EQ(server_->control("POST", "fail-next?count=100000&status=503&path=/api").status, 200);
   auto agent = startAgent();
-  ASSERT_TRUE(waitFor([&] { return agent->get("/metrics").status == 200; }, 20s)) << agent->log();
-  const std::string text = agent->get("/metrics").body;
+  ASSERT_TRUE(waitFor([&] { return agent->adminGet("/metrics").status == 200; }, 20s))
+      << agent->log();
+  const std::string text = agent->adminGet("/metrics").body;
   std::vector<std::string> families = readmeMetricFamilies("okna_k8s_");
   for (const auto& f : readmeMetricFamilies("okna_agent_")) families.push_back(f);
   ASSERT_GE(families.size(), 10u);

@@ -9,6 +9,8 @@ TEST(ConfigTest, EmptyDocumentGivesDefaults) {
   auto c = parseConfig("", "agent.yaml");
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->health.listen, "0.0.0.0:19874");
+  EXPECT_EQ(c->health.adminListen, "127.0.0.1:19875");
+  EXPECT_EQ(c->health.maxConnections, 64u);
   EXPECT_EQ(c->logging.format, "text");
   EXPECT_EQ(c->nodeRoles.profile, RoleProfile::Default);
 }
@@ -47,6 +49,20 @@ TEST(ConfigTest, RejectsBadValues) {
   const std::pair<const char*, const char*> cases[] = {
       {"health: {listen: nowhere}", "health.listen"},
       {"health: {listen: '1.2.3.4:70000'}", "port must be 0-65535"},
+      {"health: {listen: 'localhost:1'}",
+       "health.listen: listen \"localhost:1\": the host must "
+       "be an IP address"},
+      {"health: {adminListen: nowhere}", "health.adminListen: adminListen \"nowhere\""},
+      {"health: {adminListen: '127.0.0.1:99999'}", "health.adminListen"},
+      {"health: {adminListen: 'node-1:19875'}", "health.adminListen"},
+      {"health: {adminListen: ':19875'}", "health.adminListen"},
+      {"health: {adminListen: [a]}", "health.adminListen"},
+      {"health: {listen: '0.0.0.0:19875'}",
+       "health.adminListen (--admin-listen) "
+       "\"127.0.0.1:19875\": the same port as health.listen"},
+      {"health: {maxConnections: 0}", "health.maxConnections"},
+      {"health: {maxConnections: 100000}", "health.maxConnections"},
+      {"health: {metricsListen: '127.0.0.1:1'}", "health.metricsListen: unknown key"},
       {"logging: {format: xml}", "logging.format: \"xml\" is not one of: text, json"},
       {"logging: {level: loud}", "logging.level"},
       {"logging: {components: {k8s: loud}}", "logging.components.k8s"},
@@ -67,10 +83,54 @@ TEST(ConfigTest, RejectsBadValues) {
   }
 }
 
+TEST(ConfigTest, HealthListeners) {
+  auto c = parseConfig(
+      "health: {listen: '[::]:8080', adminListen: '0.0.0.0:8081', maxConnections: 8}\n", "a.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->health.listen, "[::]:8080");
+  EXPECT_EQ(c->health.adminListen, "0.0.0.0:8081");
+  EXPECT_EQ(c->health.maxConnections, 8u);
+  // Empty: no admin listener.
+  c = parseConfig("health: {adminListen: ''}\n", "a.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->health.adminListen, "");
+}
+
+// What main() checks once the flags have overridden the file.
+TEST(ConfigTest, CheckHealthListenersNamesTheKeyAndTheFlag) {
+  HealthConfig h;
+  EXPECT_TRUE(checkHealthListeners(h).ok());
+  h.adminListen = "";
+  EXPECT_TRUE(checkHealthListeners(h).ok());
+  h.listen = "127.0.0.1:0";
+  h.adminListen = "127.0.0.1:0";
+  EXPECT_TRUE(checkHealthListeners(h).ok()) << "two ephemeral ports never collide";
+  h.listen = "0.0.0.0:9000";
+  h.adminListen = "127.0.0.1:9000";
+  auto s = checkHealthListeners(h);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("health.adminListen (--admin-listen)"), std::string::npos)
+      << s.error().message;
+  h.adminListen = "loopback:9001";
+  s = checkHealthListeners(h);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("health.adminListen (--admin-listen) \"loopback:9001\": the "
+                                   "host must be an IP address"),
+            std::string::npos)
+      << s.error().message;
+  h.listen = "9000";
+  s = checkHealthListeners(h);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("health.listen (--health-listen)"), std::string::npos)
+      << s.error().message;
+}
+
 TEST(ConfigTest, ListenAddressForms) {
   EXPECT_EQ(parseListenAddress("[::1]:80", "x")->first, "::1");
   EXPECT_EQ(parseListenAddress("0.0.0.0:0", "x")->second, 0);
   EXPECT_FALSE(parseListenAddress(":80", "x").ok());
+  EXPECT_FALSE(parseListenAddress("[]:80", "x").ok());
+  EXPECT_FALSE(parseListenAddress("example.com:80", "x").ok());
 }
 
 }  // namespace

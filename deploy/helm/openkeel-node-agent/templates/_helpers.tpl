@@ -129,3 +129,16 @@ priorityClassName: {{ . }}
 true
 {{- end -}}
 {{- end -}}
+
+{{/*
+The agent's health.adminListen (/metrics, /debug/plan): the node's loopback unless
+metrics.exposeOnNode, "" (not served) without metrics.enabled. The agent refuses the health port.
+*/}}
+{{- define "okna.adminListen" -}}
+{{- if .Values.metrics.enabled -}}
+{{- if eq (int .Values.metrics.port) (int .Values.health.port) -}}
+{{- fail "metrics.port must differ from health.port: /metrics and /debug/plan have a listener of their own" -}}
+{{- end -}}
+{{- printf "%s:%d" (ternary .Values.metrics.bindAddress "127.0.0.1" .Values.metrics.exposeOnNode) (int .Values.metrics.port) -}}
+{{- end -}}
+{{- end -}}
