@@ -42,4 +42,5 @@ metadata:
   nova: {host: ${OKOF_NOVA_HOST:-127.0.0.1}, port: $OKOF_NOVA_PORT}
 YAML
 exec "$agent" --config "$d/agent.yaml" --node-name bench-hv --kubeconfig "$d/tls/kubeconfig" \
-  --context node-agent --health-listen "${OKNA_HEALTH_LISTEN:-127.0.0.1:0}"
+  --context node-agent --health-listen "${OKNA_HEALTH_LISTEN:-127.0.0.1:0}" \
+  --admin-listen "${OKNA_ADMIN_LISTEN:-127.0.0.1:0}"

@@ -29,7 +29,7 @@ namespace {
 class EveryoneIsOneVm final : public okna::metadata::PortLookup {
  public:
   okna::metadata::LookupResult lookup(const std::string&, const std::string&) const override {
-    return {1, {"lport", "4b1a0cc0-7c2d-4e6a-9a9b-1a2b3c4d5e6f", "project"}, ""};
+    return {1, {"lport", "4b1a0cc0-7c2d-4e6a-9a9b-1a2b3c4d5e6f", "project", ""}, ""};
   }
 };
 

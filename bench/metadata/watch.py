@@ -31,20 +31,23 @@ import time
 CLONE_NEWNET = 0x40000000
 libc = ctypes.CDLL(None, use_errno=True)
 PORT_RE = re.compile(r"serving /healthz.* on 127\.0\.0\.1:([0-9]+)")
+# /metrics is on the admin listener (loopback), its own port.
+ADMIN_PORT_RE = re.compile(r"serving /metrics.* on 127\.0\.0\.1:([0-9]+)")
 READY_RE = re.compile(r'^okna_metadata_namespaces\{state="ready"\} ([0-9.e+]+)$', re.M)
 
 
 class Health:
     """GETs on the agent's health port over one keep-alive connection made inside a netns."""
 
-    def __init__(self, netns, log_path):
+    def __init__(self, netns, log_path, port_re=PORT_RE):
         self.netns, self.log_path, self.port, self.sock, self.buf = netns, log_path, None, None, b""
+        self.port_re = port_re
 
     def _port(self):
         if self.port is None:
             try:
                 with open(self.log_path, errors="replace") as f:
-                    m = PORT_RE.search(f.read())
+                    m = self.port_re.search(f.read())
             except OSError:
                 m = None
             self.port = int(m.group(1)) if m else None
@@ -165,6 +168,7 @@ def main():
     p.add_argument("--timeout-s", type=float, default=120)
     a = p.parse_args()
     health = Health(a.netns, a.agent_log)
+    admin = Health(a.netns, a.agent_log, ADMIN_PORT_RE)
     sb = BoundPorts(a.sb, a.chassis_uuid) if a.bound is not None else None
     pending = {k for k, v in (("readyz", a.readyz), ("ready", a.ready is not None),
                               ("bound", a.bound is not None)) if v}
@@ -182,7 +186,7 @@ def main():
             if "readyz" in pending and health.get("/readyz")[0] == 200:
                 reached("readyz", "readyz")
             if "ready" in pending:
-                status, body = health.get("/metrics")
+                status, body = admin.get("/metrics")
                 m = READY_RE.search(body) if status == 200 else None
                 if m and float(m.group(1)) >= a.ready:
                     reached("ready", f"ready {a.ready}")

@@ -8,6 +8,7 @@
 # stops everything, removes every namespace and the temp dir). Root only.
 #   NODE_FILE / PODS_FILE   the node and pods to serve (default: tests/data/lab-1.*)
 #   HEALTH_LISTEN           the agent's health endpoint (default 127.0.0.1:19874)
+#   ADMIN_LISTEN            its /metrics and /debug/plan (default 127.0.0.1:19875)
 #   SANDBOX_SECONDS         stop by itself after this many seconds (default: run until Ctrl-C)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -15,6 +16,7 @@ cd "$root"
 node_file=${NODE_FILE:-$root/tests/data/lab-1.node.yaml}
 pods_file=${PODS_FILE:-$root/tests/data/lab-1.pods.json}
 health=${HEALTH_LISTEN:-127.0.0.1:19874}
+admin=${ADMIN_LISTEN:-127.0.0.1:19875}
 net_id=${NET_ID:-0b5e1c9a-5a4d-4e0e-9d1b-5a4db0c5e001}
 node_name=$(awk '/^metadata:/{m=1} m && /^  name:/{print $2; exit}' "$node_file" 2>/dev/null || true)
 [[ -n "$node_name" ]] || node_name=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["metadata"]["name"])' "$node_file")
@@ -90,11 +92,11 @@ sandbox: OVSDB $ovs_remote  (ovs-vsctl --db=$ovs_remote get Open_vSwitch . exter
 sandbox: metadata, as the VM sees it (instance $instance):
            sudo ip netns exec okof-sandbox-vm1 curl http://169.254.169.254/openstack/latest/meta_data.json
          the agent's namespace: sudo ip netns exec ovnmeta-$net_id ip addr
-sandbox: agent health http://$health/readyz  /healthz  /metrics  /debug/plan
+sandbox: agent health http://$health/readyz  /healthz;  admin http://$admin/metrics  /debug/plan
 sandbox: try: kubectl --kubeconfig $work/tls/kubeconfig label node $node_name node-role.openkeel.io/containers=
 INFO
 agent=(build/agent/openkeel-node-agent --config "$work/agent.yaml" --node-name "$node_name" --kubeconfig "$work/tls/kubeconfig"
-       --context node-agent --health-listen "$health")
+       --context node-agent --health-listen "$health" --admin-listen "$admin")
 if [[ -n "${SANDBOX_SECONDS:-}" ]]; then
   timeout --signal=TERM "$SANDBOX_SECONDS" "${agent[@]}" || [[ $? == 124 ]]
 else
