@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+
 namespace okna::ovsdb {
 namespace {
 
@@ -97,7 +99,13 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"a huge address list", [](SbPort& p) { p.mac0 = std::string(9000, '1'); },
             "mac is longer than 8192"},
         Bad{"newline in the cidrs", [](SbPort& p) { p.cidrs = "10.0.0.10/24\n"; },
-            "neutron:cidrs holds a control character"}));
+            "neutron:cidrs holds a control character"}),
+    [](const ::testing::TestParamInfo<Bad>& param) {
+      std::string name;
+      for (const char c : std::string(param.param.what))
+        name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      return name;
+    });
 
 TEST(SbValues, ALocalportIsCheckedForBytesNotForAnInstance) {
   SbPort p;
