@@ -22,6 +22,9 @@ build_pkgs=(
   ovn-central
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  # the libFuzzer targets (tests/fuzz, OKNA_FUZZ=ON): clang 14 and its libFuzzer and sanitizer
+  # runtimes (libclang_rt.fuzzer, .asan, .ubsan), which Debian ships apart from the compiler
+  clang libclang-rt-14-dev
 )
 test_pkgs=(
   # real daemons the integration tests start on loopback / in namespaces they create

@@ -2,9 +2,12 @@
 # Runs every test the way CI does: installs the Debian packages, builds, runs the unit and
 # integration suites (ctest), then builds the unit tests again under ASan/UBSan and runs them, and
 # the tests that start the OVSDB IDL thread under ThreadSanitizer. The sanitizer trees reuse the
-# main tree's libopenvswitch (OKNA_OVS_FROM).
+# main tree's libopenvswitch (OKNA_OVS_FROM). Last, the libFuzzer targets (tests/fuzz) run for a
+# bounded time each on a copy of their seed corpus.
 #   JOBS=N        parallel build jobs (default: nproc)
-#   SKIP_ASAN=1   skip the sanitizer builds (quicker local runs)
+#   SKIP_ASAN=1   skip the sanitizer builds and the fuzz phase (quicker local runs)
+#   SKIP_FUZZ=1   skip only the fuzz phase (the libFuzzer targets of tests/fuzz, built with clang)
+#   FUZZ_SECONDS=N how long each fuzz target runs (default 60)
 #   ALLOW_SKIPS=1 list the tests that skipped without failing (a machine without every daemon)
 # It installs every daemon the tests start, so here a skipped test is a failure: it would hide a
 # missing piece behind a green run. The run ends with the list of tests that did not run.
@@ -54,6 +57,38 @@ if [[ "${SKIP_ASAN:-0}" != 1 ]]; then
   # so no test here is bounded by wall time that TSan's slowdown could exceed.)
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" run_ctest --test-dir build-tsan \
     -R '^(ChassisReconcilerTest|GatewayDrainTest|MetadataViewTest)\.' --output-on-failure
+fi
+
+if [[ "${SKIP_ASAN:-0}" != 1 && "${SKIP_FUZZ:-0}" != 1 ]]; then
+  echo "== fuzz (libFuzzer, bounded) =="
+  # A clang tree of its own that builds only the fuzz targets (tests/fuzz/README.md). Each runs
+  # on a copy of its seed corpus, so the repository's corpus is never changed; an input that
+  # breaks an invariant or trips a sanitizer is kept in build-fuzz/fuzz-artifacts/.
+  cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOKNA_FUZZ=ON \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+  cmake --build build-fuzz -j "$jobs"
+  fuzz_seconds=${FUZZ_SECONDS:-60}
+  mkdir -p build-fuzz/fuzz-artifacts
+  for target in request_path sb_view; do
+    work="$reports/fuzz-$target"
+    mkdir -p "$work"
+    cp -r "tests/fuzz/corpus/$target" "$work/corpus"
+    fuzz_status=0
+    # -timeout: one input running that long is a failure (a hang), not a slow run.
+    "build-fuzz/tests/fuzz/${target}_fuzz" -max_total_time="$fuzz_seconds" -timeout=25 \
+      -print_final_stats=1 -artifact_prefix="$root/build-fuzz/fuzz-artifacts/$target-" \
+      "$work/corpus" >"$work/log" 2>&1 || fuzz_status=$?
+    fuzz_runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log")
+    fuzz_rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/log")
+    if ((fuzz_status != 0)); then
+      tail -n 80 "$work/log"
+      echo "fuzz: ${target}_fuzz failed (exit $fuzz_status) after ${fuzz_runs:-?} runs; the" \
+        "input is in build-fuzz/fuzz-artifacts/ (tests/fuzz/README.md: reproduce, add to corpus)"
+      exit 1
+    fi
+    echo "fuzz: ${target}_fuzz: ${fuzz_runs:-?} runs in ${fuzz_seconds} s (${fuzz_rate:-?}/s)," \
+      "no crash, $(find "$work/corpus" -type f | wc -l) inputs in its corpus at the end"
+  done
 fi
 # Last, so that one run shows every failure: the tests that skipped.
 allow=()
