@@ -353,7 +353,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     const auto& limits = server_->config.limits;
     setDeadline(limits.headerTimeout);
     parser_.emplace(request_);
-    parser_->header_limit(static_cast<std::uint32_t>(limits.maxRequestHeaderBytes));
+    parser_->limitHeader(static_cast<std::uint32_t>(limits.maxRequestHeaderBytes));
     parser_->body_limit(static_cast<std::uint64_t>(limits.maxBodyBytes));
     // Fast path: a small request usually arrived whole; parse it here instead of going through
     // an async read that would only complete on the next loop turn.

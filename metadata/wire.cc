@@ -28,8 +28,21 @@ RequestReader::RequestReader(RequestData& out) : out_(out) {
   out_.framingError = 0;
 }
 
+void RequestReader::limitHeader(std::uint32_t bytes) {
+  headerLimit_ = bytes;
+  header_limit(bytes);
+}
+
 void RequestReader::on_request_impl(http::verb, string_view method, string_view target, int version,
-                                    error_code&) {
+                                    error_code& ec) {
+  // Beast applies its limit to the fields alone once the request line is parsed: what is left
+  // of ours is the limit less "METHOD SP target SP HTTP/x.y CRLF".
+  const std::size_t line = method.size() + 1 + target.size() + 1 + 8 + 2;
+  if (line >= headerLimit_) {
+    ec = http::error::header_limit;
+    return;
+  }
+  header_limit(static_cast<std::uint32_t>(headerLimit_ - line));
   out_.method.assign(method.data(), method.size());
   out_.target.assign(target.data(), target.size());
   out_.version = version;

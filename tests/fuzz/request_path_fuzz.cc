@@ -170,7 +170,7 @@ Connection serve(std::string_view input, std::size_t step) {
     // waitForRequest: idle until the next byte, or the end of the connection.
     if (pending.empty() && !receive()) break;
     RequestReader parser(request);
-    parser.header_limit(static_cast<std::uint32_t>(kLimits.maxRequestHeaderBytes));
+    parser.limitHeader(static_cast<std::uint32_t>(kLimits.maxRequestHeaderBytes));
     parser.body_limit(static_cast<std::uint64_t>(kLimits.maxBodyBytes));
     boost::system::error_code ec;
     while (!parser.is_done()) {
