@@ -76,7 +76,7 @@ class TestDefaultProfile(ChartCase):
 
     def test_kinds(self):
         self.assertEqual(sorted(self.objs), ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet",
-                                             "ServiceAccount"])
+                                             "Role", "RoleBinding", "ServiceAccount"])
 
     def test_daemonset_host_network_priority_node_name(self):
         self.assertIs(self.spec["hostNetwork"], True)
@@ -176,13 +176,23 @@ class TestDefaultProfile(ChartCase):
         self.assertNotIn("Secret", self.objs)
 
     def test_rbac_exactly_what_the_agent_needs(self):
+        # The agent never writes a Node: no patch (as the SA, root on any node could otherwise
+        # label another node into the control plane or cordon it).
         self.assertEqual(self.objs["ClusterRole"]["rules"], [
-            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch", "patch"]},
-            {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]},
-            {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]}])
+            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]}])
         binding = self.objs["ClusterRoleBinding"]
         self.assertEqual(binding["roleRef"]["name"], self.objs["ClusterRole"]["metadata"]["name"])
         self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount", "name": SA_NAME, "namespace": NAMESPACE}])
+        # Events only where k8s/events.cc writes them.
+        role = self.objs["Role"]
+        self.assertEqual(role["metadata"]["namespace"], "default")
+        self.assertEqual(role["rules"], [{"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]}])
+        rb = self.objs["RoleBinding"]
+        self.assertEqual(rb["metadata"]["namespace"], "default")
+        self.assertEqual(rb["roleRef"], {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                         "name": role["metadata"]["name"]})
+        self.assertEqual(rb["subjects"], [{"kind": "ServiceAccount", "name": SA_NAME, "namespace": NAMESPACE}])
 
     def test_config_file(self):
         cfg = agent_config(self.objs)

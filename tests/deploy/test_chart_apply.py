@@ -28,10 +28,11 @@ SA = "system:serviceaccount:%s:%s-openkeel-node-agent" % (NAMESPACE, RELEASE)
 FAKE = os.path.join(ROOT, "tests", "fake_apiserver", "fake_apiserver.py")
 
 # (verb, resource, extra kubectl args) -> expected answer for the agent's service account.
-ALLOWED = [("get", "nodes", []), ("list", "nodes", []), ("watch", "nodes", []), ("patch", "nodes", []),
+ALLOWED = [("get", "nodes", []), ("list", "nodes", []), ("watch", "nodes", []),
            ("list", "pods", ["--all-namespaces"]), ("watch", "pods", ["--all-namespaces"]),
            ("create", "events", ["-n", "default"]), ("patch", "events", ["-n", "default"])]
-DENIED = [("update", "nodes", []), ("delete", "nodes", []), ("create", "nodes", []),
+DENIED = [("patch", "nodes", []), ("update", "nodes", []), ("delete", "nodes", []), ("create", "nodes", []),
+          ("create", "events", ["-n", "kube-system"]), ("patch", "events", ["-n", NAMESPACE]),
           ("patch", "nodes", ["--subresource=status"]), ("update", "nodes", ["--subresource=status"]),
           ("get", "pods", ["-n", "default"]), ("create", "pods", ["-n", "default"]),
           ("delete", "pods", ["-n", "default"]), ("create", "pods", ["-n", "default", "--subresource=eviction"]),
@@ -93,6 +94,8 @@ class TestApplyAndPermissions(ApplyCase):
                      "configmap/%s-openkeel-node-agent created" % RELEASE,
                      "clusterrole.rbac.authorization.k8s.io/%s-openkeel-node-agent created" % RELEASE,
                      "clusterrolebinding.rbac.authorization.k8s.io/%s-openkeel-node-agent created" % RELEASE,
+                     "role.rbac.authorization.k8s.io/%s-openkeel-node-agent-events created" % RELEASE,
+                     "rolebinding.rbac.authorization.k8s.io/%s-openkeel-node-agent-events created" % RELEASE,
                      "daemonset.apps/%s-openkeel-node-agent created" % RELEASE,
                      "validatingadmissionpolicy.admissionregistration.k8s.io/%s-openkeel-node-agent-own-node "
                      "created" % RELEASE):
@@ -119,7 +122,7 @@ class TestApplyAndPermissions(ApplyCase):
             cols = line.split()
             rows[cols[0]] = " ".join(cols[3:])
         self.assertEqual(rows, {
-            "nodes": "[get list watch patch]", "pods": "[list watch]", "events": "[create patch]",
+            "nodes": "[get list watch]", "pods": "[list watch]", "events": "[create patch]",
             # what every authenticated user may ask about itself
             "selfsubjectaccessreviews.authorization.k8s.io": "[create]",
             "selfsubjectrulesreviews.authorization.k8s.io": "[create]"})

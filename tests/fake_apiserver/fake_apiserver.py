@@ -64,9 +64,9 @@ PF_EXEMPT = ("2b038c70-6712-4e79-99c8-d8c88efc75eb", "c6c4558b-ee3a-4ccf-8c3b-cb
 PF_DEFAULT = ("ea66e0e6-b0d0-4e61-9181-5471a2cb000a", "6ce0ef78-3c9d-4144-8388-9ceba465207a")
 PF_PROBES = ("97fc9e2e-b980-46b8-bfc9-de35c7d02460", "c6c4558b-ee3a-4ccf-8c3b-cb6d9b215187")
 
-DEFAULT_RBAC = {"node-agent": [{"resources": ["nodes"], "verbs": ["get", "list", "watch", "patch"]},
+DEFAULT_RBAC = {"node-agent": [{"resources": ["nodes"], "verbs": ["get", "list", "watch"]},
                                {"resources": ["pods"], "verbs": ["list", "watch"]},
-                               {"resources": ["events"], "verbs": ["create", "patch"]}]}
+                               {"resources": ["events"], "verbs": ["create", "patch"], "namespaces": ["default"]}]}
 PATCH_TYPES = {"application/merge-patch+json": "merge", "application/json-patch+json": "json",
                "application/strategic-merge-patch+json": "strategic", "application/apply-patch+yaml": "apply"}
 UNAUTHORIZED = km.status_body(401, "Unauthorized", "Unauthorized")
