@@ -133,9 +133,15 @@ class TestDefaultProfile(ChartCase):
         self.assertEqual(terms, [role_term("node-role.openkeel.io/compute"),
                                  role_term("node-role.openkeel.io/network")])
 
-    def test_tolerations_of_every_listed_role_plus_reserved(self):
-        self.assertEqual(self.spec["tolerations"], [toleration("node-role.openkeel.io/compute"),
-                                                    toleration("node-role.openkeel.io/network"), RESERVED])
+    def test_every_taint_tolerated(self):
+        # Issue 24, point 5: a taint added while VMs run (seed 000 § 4.1's
+        # openkeel.io/compute-disabled, or any other) must not evict the node's agent.
+        self.assertEqual(self.spec["tolerations"], [{"operator": "Exists"}])
+
+    def test_tolerations_of_every_listed_role_plus_reserved_when_asked(self):
+        spec = pod_spec(render(sets=["placement.tolerateAllTaints=false"]))
+        self.assertEqual(spec["tolerations"], [toleration("node-role.openkeel.io/compute"),
+                                               toleration("node-role.openkeel.io/network"), RESERVED])
 
     def test_least_privilege(self):
         sc = self.container["securityContext"]
@@ -261,6 +267,10 @@ class TestPlacementVariants(ChartCase):
     def test_hardened_profile_keys_in_affinity_and_config(self):
         for source in ({"values": [os.path.join(VALUES, "hardened-okadm.yaml")]},
                        {"sets": ["global.nodeRoles.profile=hardened"]}):
+            source = {k: v + (["placement.tolerateAllTaints=false"] if k == "sets" else []) for k, v in
+                      source.items()}
+            if "values" in source:
+                source["sets"] = ["placement.tolerateAllTaints=false"]
             objs = render(**source)
             spec = pod_spec(objs)
             terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
@@ -276,7 +286,7 @@ class TestPlacementVariants(ChartCase):
                                  "node-restriction.kubernetes.io/openkeel-" + KEBAB.get(role, role), source)
 
     def test_single_role_is_a_node_selector(self):
-        spec = pod_spec(render(sets=["placement.role=network"]))
+        spec = pod_spec(render(sets=["placement.role=network", "placement.tolerateAllTaints=false"]))
         self.assertEqual(spec["nodeSelector"], {"node-role.openkeel.io/network": ""})
         self.assertNotIn("affinity", spec)
         self.assertEqual(spec["tolerations"], [toleration("node-role.openkeel.io/network"), RESERVED])
@@ -293,11 +303,11 @@ class TestPlacementVariants(ChartCase):
 
     def test_taints_rendered_whether_or_not_nodes_are_tainted(self):
         for taints in ("true", "false"):
-            spec = pod_spec(render(sets=["global.nodeRoles.taints=" + taints]))
+            spec = pod_spec(render(sets=["global.nodeRoles.taints=" + taints, "placement.tolerateAllTaints=false"]))
             self.assertEqual(len(spec["tolerations"]), 3)
 
     def test_extra_tolerations_value(self):
-        spec = pod_spec(render(sets=["placement.extraTolerations=null"]))
+        spec = pod_spec(render(sets=["placement.extraTolerations=null", "placement.tolerateAllTaints=false"]))
         self.assertEqual(spec["tolerations"], [toleration("node-role.openkeel.io/compute"),
                                                toleration("node-role.openkeel.io/network")])
 

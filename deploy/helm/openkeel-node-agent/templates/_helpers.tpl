@@ -66,8 +66,9 @@ taint: {{- toYaml ($given.taint | default (dict "key" (printf "node-role.openkee
 {{/*
 okna.placement: nodeSelector, affinity, tolerations and priorityClassName of the pod spec, as seed
 § 5.1-5.2 (openkeel.placement): the raw fields win over the roles; one role gives a nodeSelector,
-several a nodeAffinity with one term per role (ORed); the tolerations of every listed role's
-taint are always rendered, plus extraTolerations. forceDownscale adds a nodeSelector on a reserved
+several a nodeAffinity with one term per role (ORed); every taint is tolerated
+(tolerateAllTaints, the default), else the tolerations of every listed role's taint, plus
+extraTolerations. forceDownscale adds a nodeSelector on a reserved
 label no node carries, whatever else is set.
 */}}
 {{- define "okna.placement" -}}
@@ -90,6 +91,10 @@ label no node carries, whatever else is set.
 {{- $tolerations = append $tolerations (dict "key" $r.taint.key "operator" "Exists" "effect" $r.taint.effect) -}}
 {{- end -}}
 {{- $tolerations = concat $tolerations ($p.extraTolerations | default list) -}}
+{{- /* A node agent must outlive any taint while VMs run on its node (seed 000 § 4.1's
+compute-disabled, a drain's, an operator's own): evicted, it is not recreated and every VM
+there loses its metadata. As ovnkube-node and the seed's chassis do, it tolerates them all. */ -}}
+{{- if $p.tolerateAllTaints -}}{{- $tolerations = list (dict "operator" "Exists") -}}{{- end -}}
 {{- if $p.nodeSelector -}}{{- $nodeSelector = deepCopy $p.nodeSelector -}}{{- end -}}
 {{- if .Values.forceDownscale -}}{{- $_ := set $nodeSelector "openkeel.io/forced-downscale" "true" -}}{{- end -}}
 {{- $affinity := dict -}}
