@@ -59,11 +59,47 @@ class TestLint(ChartCase):
 
     def test_schema_refuses_unknown_keys_and_inlined_secrets(self):
         for bad in ("placment.roles={compute}", "metadata.sharedSecret.value=s3cr3t",
-                    "openstackPlacement.extra.auth.password=x", "global.nodeRoles.roles.gateway.label=x",
+                    "openstackPlacement.extra.auth.password=x", "global.nodeRoles.roles.gateway.label=bad key!",
                     "placement.role=compute-node", "logging.level=verbose"):
             p = render_text(sets=[bad], check=False)
             self.assertNotEqual(p.returncode, 0, bad)
             self.assertIn("schema", p.stderr, bad)
+
+
+    # Issue 24, point 6: each of these passed the schema and rendered something wrong (a term that
+    # matches nothing, a privileged pod on every node, a DaemonSet the API refuses), or a valid
+    # value was refused.
+    def test_schema_refuses_a_node_selector_term_that_is_not_one(self):
+        base = "global.nodeRoles.roles.network.nodeSelectorTerms[0]."
+        for bad in (base + "foo=bar", base + "matchExpressions[0].key=k",
+                    base + "matchExpressions[0].operator=Maybe"):
+            sets = [bad] if "operator" not in bad else [bad, base + "matchExpressions[0].key=k"]
+            p = render_text(sets=sets, check=False)
+            self.assertNotEqual(p.returncode, 0, bad)
+            self.assertIn("nodeSelectorTerms", p.stderr, bad)
+        good = render_text(sets=[base + "matchFields[0].key=metadata.name",
+                                 base + "matchFields[0].operator=In", base + "matchFields[0].values[0]=gw-1"])
+        self.assertIn("metadata.name", good.stdout)
+
+    def test_schema_refuses_an_empty_role_list(self):
+        p = run([HELM, "template", RELEASE, CHART, "--set-json", "placement.roles=[]"], check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("placement.roles", p.stderr)
+
+    def test_schema_refuses_no_unavailable_and_no_surge(self):
+        for sets in (["updateStrategy.maxUnavailable=0"],
+                     ["updateStrategy.maxUnavailable=0%", "updateStrategy.maxSurge=0"]):
+            p = render_text(sets=sets, check=False)
+            self.assertNotEqual(p.returncode, 0, sets)
+            self.assertIn("updateStrategy", p.stderr, sets)
+
+    def test_a_role_another_chart_adds_is_accepted_and_checked(self):
+        # global.nodeRoles is shared by every OpenKeel chart: a role this chart does not know must
+        # not break its release.
+        objs = render(sets=["global.nodeRoles.roles.gateway.label=example.com/gateway"])
+        self.assertIn("DaemonSet", objs)
+        # The agent is configured with the roles it knows; another chart's role is that chart's.
+        self.assertNotIn("gateway", agent_config(objs)["nodeRoles"]["roles"])
 
 
 class TestDefaultProfile(ChartCase):
