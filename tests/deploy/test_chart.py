@@ -86,7 +86,7 @@ class TestLint(ChartCase):
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("placement.roles", p.stderr)
 
-    def test_schema_refuses_no_unavailable_and_no_surge(self):
+    def test_schema_refuses_no_unavailable(self):
         for sets in (["updateStrategy.maxUnavailable=0"],
                      ["updateStrategy.maxUnavailable=0%", "updateStrategy.maxSurge=0"]):
             p = render_text(sets=sets, check=False)
@@ -158,9 +158,16 @@ class TestDefaultProfile(ChartCase):
     def test_rolling_update_from_values(self):
         self.assertEqual(self.objs["DaemonSet"]["spec"]["updateStrategy"],
                          {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})
-        objs = render(sets=["updateStrategy.maxUnavailable=0", "updateStrategy.maxSurge=1"])
+        objs = render(sets=["updateStrategy.maxUnavailable=25%"])
         self.assertEqual(objs["DaemonSet"]["spec"]["updateStrategy"]["rollingUpdate"],
-                         {"maxUnavailable": 0, "maxSurge": 1})
+                         {"maxUnavailable": "25%", "maxSurge": 0})
+        # Issue 24, point 4: a hostNetwork pod with a fixed port cannot surge (its hostPort is
+        # defaulted): a surge pod never fits on the node, the rollout stalls.
+        for sets in (["updateStrategy.maxUnavailable=0", "updateStrategy.maxSurge=1"],
+                     ["updateStrategy.maxSurge=10%"]):
+            p = render_text(sets=sets, check=False)
+            self.assertNotEqual(p.returncode, 0, sets)
+            self.assertIn("updateStrategy.maxSurge", p.stderr, sets)
 
     def test_affinity_one_term_per_role_default_keys(self):
         self.assertNotIn("nodeSelector", self.spec)
