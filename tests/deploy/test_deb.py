@@ -61,6 +61,28 @@ def unit_service_section(path):
     return env, exec_start, env_files
 
 
+# Options with which systemd gives the service a mount namespace of its own: the ovnmeta-*
+# mounts under /run/netns would be invisible to the host and die with the service (issue 24).
+PRIVATE_MOUNT_OPTIONS = (
+    "ProtectSystem", "ProtectHome", "PrivateTmp", "PrivateDevices", "PrivateMounts", "ProtectKernelTunables",
+    "ProtectKernelModules", "ProtectKernelLogs", "ProtectControlGroups", "ProtectProc", "ProcSubset",
+    "ReadOnlyPaths", "ReadWritePaths", "InaccessiblePaths", "ExecPaths", "NoExecPaths", "TemporaryFileSystem",
+    "BindPaths", "BindReadOnlyPaths", "RootDirectory", "RootImage", "MountAPIVFS", "PrivateNetwork",
+    "NetworkNamespacePath", "DynamicUser", "ProtectHostname", "ProtectClock")
+
+
+class TestUnitKeepsHostNamespaces(unittest.TestCase):
+    def test_no_option_creates_a_private_mount_namespace(self):
+        source = os.path.join(ROOT, "packaging", "deb", "openkeel-node-agent.service")
+        with open(source) as f:
+            keys = [line.split("=", 1)[0].strip() for line in f
+                    if "=" in line and not line.lstrip().startswith("#")]
+        self.assertEqual([k for k in keys if k in PRIVATE_MOUNT_OPTIONS], [])
+        # The capabilities the agent uses, no more (port 80 in each namespace: NET_BIND_SERVICE).
+        self.assertIn("CapabilityBoundingSet", keys)
+        self.assertIn("NoNewPrivileges", keys)
+
+
 class TestDebianPackage(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
