@@ -202,6 +202,11 @@ class TestDefaultProfile(ChartCase):
         self.assertNotIn("hostPID", self.spec)
         self.assertNotIn("hostIPC", self.spec)
 
+    def test_no_cpu_limit_memory_limited(self):
+        # Issue 24, point 7: bursts (cold start, boot storm) must not be throttled.
+        self.assertEqual(self.container["resources"], {"requests": {"cpu": "50m", "memory": "64Mi"},
+                                                       "limits": {"memory": "256Mi"}})
+
     def test_unprivileged_without_bidirectional_mount(self):
         for sets in (["metadata.enabled=false"], ["metadata.netnsMountPropagation=HostToContainer"]):
             objs = render(sets=sets)
