@@ -6,13 +6,26 @@
 #   build-image.sh --full            packaging/Dockerfile, both stages; the Debian 12 base image is
 #                                    made by mmdebstrap from the Debian mirror apt uses (no image
 #                                    registry needed)
-# Environment: OKNA_IMAGE (default localhost/openkeel/openkeel-node-agent:<version>),
+# The image is reproducible: the same binary (and the same commit) gives the same image id (every
+# timestamp is SOURCE_DATE_EPOCH, default the commit's time, else 0), and carries the OCI labels
+# version, revision (the commit) and source. Its default name is the one the chart's default
+# image.repository resolves to (openkeel/openkeel-node-agent:<appVersion> is
+# docker.io/openkeel/openkeel-node-agent:<appVersion> to a container runtime), so an image
+# imported on a node (ctr -n k8s.io images import) is found with imagePullPolicy IfNotPresent.
+# Environment: OKNA_IMAGE (default docker.io/openkeel/openkeel-node-agent:<version>),
 #   OKNA_BUILDAH_ROOT (default build/buildah: the image store, kept out of /var/lib/containers),
 #   OKNA_IMAGE_ARCHIVE (if set, the image is also written there as an oci-archive).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 version=$(sed -n 's/^project(openkeel-node-agent VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
-image=${OKNA_IMAGE:-localhost/openkeel/openkeel-node-agent:$version}
+image=${OKNA_IMAGE:-docker.io/openkeel/openkeel-node-agent:$version}
+revision=$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)
+epoch=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct 2>/dev/null || echo 0)}
+reproducible=(--timestamp "$epoch"
+  --label "org.opencontainers.image.title=openkeel-node-agent"
+  --label "org.opencontainers.image.version=$version"
+  --label "org.opencontainers.image.revision=$revision"
+  --label "org.opencontainers.image.source=${OKNA_IMAGE_SOURCE:-openkeel-node-agent}")
 store=${OKNA_BUILDAH_ROOT:-$root/build/buildah}
 bh=(buildah --root "$store/root" --runroot "$store/run" --storage-driver vfs)
 mode=prebuilt
@@ -30,7 +43,8 @@ if [[ $mode == prebuilt ]]; then
   ctx=$(mktemp -d)
   trap 'rm -rf "$ctx"' EXIT
   bash "$root/packaging/make-runtime-tree.sh" "$binary" "$ctx/rootfs"
-  "${bh[@]}" bud --isolation chroot --layers=false -f "$root/packaging/Containerfile.runtime" -t "$image" "$ctx"
+  "${bh[@]}" bud --isolation chroot --layers=false "${reproducible[@]}" \
+    -f "$root/packaging/Containerfile.runtime" -t "$image" "$ctx"
 else
   base=localhost/debian:bookworm
   if ! "${bh[@]}" inspect --type image "$base" >/dev/null 2>&1; then
@@ -43,7 +57,7 @@ else
     "${bh[@]}" umount "$ctr"
     "${bh[@]}" commit --rm "$ctr" "$base"
   fi
-  "${bh[@]}" bud --isolation chroot --layers=false --build-arg BASE="$base" \
+  "${bh[@]}" bud --isolation chroot --layers=false "${reproducible[@]}" --build-arg BASE="$base" \
     -f "$root/packaging/Dockerfile" -t "$image" "$root"
 fi
 if [[ -n "${OKNA_IMAGE_ARCHIVE:-}" ]]; then

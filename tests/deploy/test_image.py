@@ -157,6 +157,38 @@ class TestRuntimeTree(unittest.TestCase):
         run(bh + ["umount", ctr])
         print("\nimage: %s" % out.strip().splitlines()[-1], file=sys.stderr)
 
+    def test_default_name_is_the_charts_and_builds_are_reproducible(self):
+        # Issue 24, point 9: two builds of the same binary give the same image id, the image says
+        # what it is (OCI labels), and its default name is what the chart's default
+        # image.repository resolves to, so an imported image is found (no ImagePullBackOff).
+        if shutil.which("buildah") is None:
+            if IN_CI:
+                self.fail("buildah missing: packaging/install-deps.sh installs it")
+            self.skipTest("buildah not installed")
+        store = os.path.join(self.tmp, "buildah-repro")
+        env = dict(os.environ, OKNA_BUILDAH_ROOT=store)
+        env.pop("OKNA_IMAGE", None)
+        bh = ["buildah", "--root", store + "/root", "--runroot", store + "/run", "--storage-driver", "vfs"]
+        self.addCleanup(lambda: run(bh + ["rmi", "--all", "--force"], check=False))
+        build = ["bash", os.path.join(ROOT, "packaging", "build-image.sh"), "--binary", AGENT]
+        run(build, env=env)
+        chart = os.path.join(ROOT, "deploy", "helm", "openkeel-node-agent")
+        with open(os.path.join(chart, "Chart.yaml")) as f:
+            app_version = re.search(r'^appVersion: "?([^"\n]+)"?', f.read(), re.M).group(1)
+        with open(os.path.join(chart, "values.yaml")) as f:
+            repository = re.search(r"^  repository: (\S+)", f.read(), re.M).group(1)
+        # A name without a registry is docker.io's (and library/ for a single component).
+        expected = "docker.io/%s:%s" % (repository, app_version)
+        first = json.loads(run(bh + ["inspect", "--type", "image", expected]).stdout)
+        run(bh + ["rmi", "--all", "--force"])
+        run(build, env=env)
+        second = json.loads(run(bh + ["inspect", "--type", "image", expected]).stdout)
+        self.assertEqual(first["FromImageID"], second["FromImageID"])
+        labels = second["OCIv1"]["config"]["Labels"]
+        self.assertEqual(labels["org.opencontainers.image.version"], app_version)
+        self.assertRegex(labels["org.opencontainers.image.revision"], r"^([0-9a-f]{40}|unknown)$")
+        self.assertIn("org.opencontainers.image.source", labels)
+
 
 if __name__ == "__main__":
     unittest.main()
