@@ -43,6 +43,8 @@ test_pkgs=(
   # (buildah: vfs storage, chroot isolation; mmdebstrap: the Debian base rootfs of the full
   # Dockerfile build), unzip for the helm/kubectl layer (packaging/tools/install-tools.sh)
   dpkg-dev file unzip buildah mmdebstrap
+  # the .deb checked as Debian checks packages (tests/deploy/test_deb.py: no lintian error)
+  lintian
 )
 
 pkgs=("${build_pkgs[@]}")

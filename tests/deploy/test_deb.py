@@ -30,7 +30,9 @@ BUILD = os.environ.get("OKNA_BUILD_DIR", os.path.join(ROOT, "build"))
 FAKE = os.path.join(ROOT, "tests", "fake_apiserver", "fake_apiserver.py")
 UNIT = "/lib/systemd/system/openkeel-node-agent.service"
 FILES = ["/usr/bin/openkeel-node-agent", "/etc/openkeel-node-agent/agent.yaml", "/etc/default/openkeel-node-agent",
-         UNIT]
+         UNIT, "/usr/share/doc/openkeel-node-agent/copyright", "/usr/share/doc/openkeel-node-agent/changelog.gz",
+         "/usr/share/man/man8/openkeel-node-agent.8.gz"]
+STATE = "/var/lib/openkeel-node-agent"
 APT = ["apt-get", "-y", "-q", "-o", "DPkg::Lock::Timeout=300", "--no-install-recommends"]
 
 
@@ -104,6 +106,31 @@ class TestDebianPackage(unittest.TestCase):
             run(APT + ["purge", "openkeel-node-agent"], check=False)
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
+    def test_lintian_finds_no_error(self):
+        # Issue 24, point 2: copyright, changelog, an extended description, a man page.
+        if shutil.which("lintian") is None:
+            if os.environ.get("CI") is not None:
+                self.fail("lintian missing: packaging/install-deps.sh installs it")
+            self.skipTest("lintian not installed")
+        out = run(["lintian", "--tag-display-limit", "0", self.deb], check=False)
+        errors = [line for line in (out.stdout + out.stderr).splitlines() if line.startswith("E:")]
+        self.assertEqual(errors, [], out.stdout + out.stderr)
+
+    def test_maintainer_scripts(self):
+        scripts = run(["dpkg-deb", "-I", self.deb]).stdout
+        for name in ("postinst", "prerm", "postrm"):
+            self.assertRegex(scripts, r"\b%s\b" % name)
+        ctl = os.path.join(self.tmp, "control")
+        run(["dpkg-deb", "-e", self.deb, ctl])
+        with open(os.path.join(ctl, "postinst")) as f:
+            postinst = f.read()
+        self.assertIn("daemon-reload", postinst)
+        self.assertIn("try-restart openkeel-node-agent.service", postinst)   # on upgrade, if running
+        with open(os.path.join(ctl, "prerm")) as f:
+            self.assertIn("stop openkeel-node-agent.service", f.read())
+        with open(os.path.join(ctl, "postrm")) as f:
+            self.assertIn("rm -rf %s" % STATE, f.read())
+
     def test_install_run_remove_purge(self):
         info = run(["dpkg-deb", "-f", self.deb, "Depends"]).stdout
         for dep in ("libcurl4", "libyaml-cpp0.7", "libssl3", "ca-certificates"):
@@ -128,9 +155,12 @@ class TestDebianPackage(unittest.TestCase):
         self.assertFalse(os.path.exists("/usr/bin/openkeel-node-agent"))
         self.assertFalse(os.path.exists(UNIT))
         self.assertTrue(os.path.exists("/etc/openkeel-node-agent/agent.yaml"))   # conffiles stay until purge
+        os.makedirs(STATE, exist_ok=True)   # what a run leaves (the ownership record's copy, ...)
+        with open(os.path.join(STATE, "ovs-ownership.json"), "w") as f:
+            f.write("{}")
         run(APT + ["purge", "openkeel-node-agent"])
         self.assertEqual(installed(), "")
-        for f in FILES + ["/etc/openkeel-node-agent"]:
+        for f in FILES + ["/etc/openkeel-node-agent", STATE]:
             self.assertFalse(os.path.exists(f), f)
 
     def run_unit_command_once(self):
