@@ -112,7 +112,27 @@ class TestDefaultProfile(ChartCase):
 
     def test_kinds(self):
         self.assertEqual(sorted(self.objs), ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet",
-                                             "Role", "RoleBinding", "ServiceAccount"])
+                                             "FlowSchema", "PriorityLevelConfiguration", "Role", "RoleBinding",
+                                             "ServiceAccount"])
+
+    def test_api_priority_and_fairness_for_the_agents(self):
+        # Issue 24, point 7: thousands of agents restarting at once queue in a level of their own.
+        fs, plc = self.objs["FlowSchema"], self.objs["PriorityLevelConfiguration"]
+        self.assertEqual(fs["apiVersion"], "flowcontrol.apiserver.k8s.io/v1")
+        self.assertEqual(fs["spec"]["priorityLevelConfiguration"]["name"], plc["metadata"]["name"])
+        self.assertLess(fs["spec"]["matchingPrecedence"], 9000)   # before workload-low
+        rule = fs["spec"]["rules"][0]
+        self.assertEqual(rule["subjects"], [{"kind": "ServiceAccount",
+                                             "serviceAccount": {"name": SA_NAME, "namespace": NAMESPACE}}])
+        self.assertEqual(plc["spec"]["limited"]["limitResponse"]["type"], "Queue")
+        self.assertEqual(plc["spec"]["limited"]["nominalConcurrencyShares"], 20)
+        for version, api, shares in (("1.27.0", "v1beta3", "nominalConcurrencyShares"),
+                                     ("1.25.0", "v1beta2", "assuredConcurrencyShares")):
+            text = run([HELM, "template", RELEASE, CHART, "--kube-version", version]).stdout
+            docs = {d["kind"]: d for d in yaml.safe_load_all(text) if d}
+            self.assertEqual(docs["FlowSchema"]["apiVersion"], "flowcontrol.apiserver.k8s.io/" + api, version)
+            self.assertIn(shares, docs["PriorityLevelConfiguration"]["spec"]["limited"], version)
+        self.assertNotIn("FlowSchema", render(sets=["apiPriority.enabled=false"]))
 
     def test_daemonset_host_network_priority_node_name(self):
         self.assertIs(self.spec["hostNetwork"], True)

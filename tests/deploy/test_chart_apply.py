@@ -96,6 +96,9 @@ class TestApplyAndPermissions(ApplyCase):
                      "clusterrolebinding.rbac.authorization.k8s.io/%s-openkeel-node-agent created" % RELEASE,
                      "role.rbac.authorization.k8s.io/%s-openkeel-node-agent-events created" % RELEASE,
                      "rolebinding.rbac.authorization.k8s.io/%s-openkeel-node-agent-events created" % RELEASE,
+                     "flowschema.flowcontrol.apiserver.k8s.io/%s-openkeel-node-agent created" % RELEASE,
+                     "prioritylevelconfiguration.flowcontrol.apiserver.k8s.io/%s-openkeel-node-agent created"
+                     % RELEASE,
                      "daemonset.apps/%s-openkeel-node-agent created" % RELEASE,
                      "validatingadmissionpolicy.admissionregistration.k8s.io/%s-openkeel-node-agent-own-node "
                      "created" % RELEASE):

@@ -61,6 +61,7 @@ KIND_TO_PLURAL = {"Node": "nodes", "Pod": "pods", "Event": "events", "Namespace"
                   "ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings",
                   "RoleBinding": "rolebindings", "ValidatingAdmissionPolicy": "validatingadmissionpolicies",
                   "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
+                  "FlowSchema": "flowschemas", "PriorityLevelConfiguration": "prioritylevelconfigurations",
                   "SelfSubjectAccessReview": "selfsubjectaccessreviews",
                   "SelfSubjectRulesReview": "selfsubjectrulesreviews", "SubjectAccessReview": "subjectaccessreviews"}
 PLURAL_TO_KIND = {v: k for k, v in KIND_TO_PLURAL.items()}
@@ -68,7 +69,7 @@ CLUSTER_SCOPED = {"nodes", "namespaces", "persistentvolumes", "runtimeclasses", 
                   "storageclasses", "clusterroles", "clusterrolebindings",
                   "customresourcedefinitions", "csinodes", "csidrivers", "validatingadmissionpolicies",
                   "validatingadmissionpolicybindings", "selfsubjectaccessreviews", "selfsubjectrulesreviews",
-                  "subjectaccessreviews"}
+                  "subjectaccessreviews", "flowschemas", "prioritylevelconfigurations"}
 
 
 def plural_of(kind):

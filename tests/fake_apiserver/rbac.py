@@ -25,6 +25,8 @@ BUILTIN_RESOURCES = [
     ("admissionregistration.k8s.io/v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy", False, CRUD),
     ("admissionregistration.k8s.io/v1", "validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding",
      False, CRUD),
+    ("flowcontrol.apiserver.k8s.io/v1", "flowschemas", "FlowSchema", False, CRUD),
+    ("flowcontrol.apiserver.k8s.io/v1", "prioritylevelconfigurations", "PriorityLevelConfiguration", False, CRUD),
     ("authorization.k8s.io/v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False, ["create"]),
     ("authorization.k8s.io/v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview", False, ["create"]),
     ("authorization.k8s.io/v1", "subjectaccessreviews", "SubjectAccessReview", False, ["create"]),
