@@ -138,6 +138,14 @@ class TestDefaultProfile(ChartCase):
         self.assertIs(self.spec["hostNetwork"], True)
         self.assertEqual(self.spec["dnsPolicy"], "ClusterFirstWithHostNet")
         self.assertEqual(self.spec["priorityClassName"], "system-node-critical")
+
+    def test_priority_class_from_the_umbrella_charts_defaults(self):
+        # Issue 24, point 7: global.placementDefaults.priorityClasses.infra (seed 000 § 5.1) is
+        # honoured; placement.priorityClassName still wins.
+        infra = "global.placementDefaults.priorityClasses.infra=openkeel-infra-critical"
+        self.assertEqual(pod_spec(render(sets=[infra]))["priorityClassName"], "openkeel-infra-critical")
+        own = pod_spec(render(sets=[infra, "placement.priorityClassName=mine"]))
+        self.assertEqual(own["priorityClassName"], "mine")
         self.assertEqual(self.spec["serviceAccountName"], SA_NAME)
         self.assertIn({"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
                       self.container["env"])

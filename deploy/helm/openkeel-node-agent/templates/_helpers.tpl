@@ -113,7 +113,10 @@ affinity: {{- toYaml . | nindent 2 }}
 {{- with $tolerations }}
 tolerations: {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with $p.priorityClassName }}
+{{- /* The class: placement.priorityClassName, else the umbrella chart's infra class (seed 000 § 5.1,
+global.placementDefaults.priorityClasses.infra), else system-node-critical. */ -}}
+{{- $classes := ((.Values.global).placementDefaults).priorityClasses | default dict -}}
+{{- with ($p.priorityClassName | default $classes.infra | default "system-node-critical") }}
 priorityClassName: {{ . }}
 {{- end }}
 {{- end -}}
