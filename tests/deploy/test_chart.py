@@ -139,6 +139,25 @@ class TestDefaultProfile(ChartCase):
         self.assertEqual(self.spec["dnsPolicy"], "ClusterFirstWithHostNet")
         self.assertEqual(self.spec["priorityClassName"], "system-node-critical")
 
+    def test_pod_monitor_optional_and_only_where_it_can_scrape(self):
+        # Issue 24, point 7: off by default (the CRD may not exist); on, it scrapes the metrics port.
+        self.assertNotIn("PodMonitor", self.objs)
+        objs = render(sets=["metrics.podMonitor.enabled=true", "metrics.exposeOnNode=true",
+                            "metrics.podMonitor.labels.release=prom"])
+        pm = objs["PodMonitor"]
+        self.assertEqual(pm["apiVersion"], "monitoring.coreos.com/v1")
+        self.assertEqual(pm["spec"]["podMetricsEndpoints"], [{"port": "metrics", "path": "/metrics",
+                                                             "interval": "30s"}])
+        self.assertEqual(pm["metadata"]["labels"]["release"], "prom")
+        selector = pm["spec"]["selector"]["matchLabels"]
+        labels = objs["DaemonSet"]["spec"]["template"]["metadata"]["labels"]
+        self.assertTrue(all(labels.get(k) == v for k, v in selector.items()), (selector, labels))
+        ports = [p["name"] for p in pod_spec(objs)["containers"][0]["ports"]]
+        self.assertIn("metrics", ports)
+        p = render_text(sets=["metrics.podMonitor.enabled=true"], check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("needs metrics.enabled and metrics.exposeOnNode", p.stderr)
+
     def test_priority_class_from_the_umbrella_charts_defaults(self):
         # Issue 24, point 7: global.placementDefaults.priorityClasses.infra (seed 000 § 5.1) is
         # honoured; placement.priorityClassName still wins.
