@@ -382,9 +382,16 @@ class Handler(BaseHTTPRequestHandler):
                 {"clientCIDR": "0.0.0.0/0", "serverAddress": host}]})
         groups = sorted({gv for gv, _ in gvrs if "/" in gv})
         if p == "/apis":
-            return self.send_json(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
-                {"name": gv.split("/")[0], "versions": [{"groupVersion": gv, "version": gv.split("/")[1]}],
-                 "preferredVersion": {"groupVersion": gv, "version": gv.split("/")[1]}} for gv in groups]})
+            # One entry per group, every version it serves; the preferred one is v1 where served.
+            by_group = {}
+            for gv in groups:
+                by_group.setdefault(gv.split("/")[0], []).append(gv)
+            entries = []
+            for name, gvs in sorted(by_group.items()):
+                gvs.sort(key=lambda g: (not g.endswith("/v1"), g))
+                entries.append({"name": name, "versions": [{"groupVersion": g, "version": g.split("/")[1]} for g in gvs],
+                                "preferredVersion": {"groupVersion": gvs[0], "version": gvs[0].split("/")[1]}})
+            return self.send_json(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": entries})
         gv = "v1" if p == "/api/v1" else p[len("/apis/"):]
         if gv != "v1" and gv not in groups:
             raise ApiError(404, km.status_body(404, "the server could not find the requested resource",

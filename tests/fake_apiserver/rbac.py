@@ -27,6 +27,10 @@ BUILTIN_RESOURCES = [
      False, CRUD),
     ("flowcontrol.apiserver.k8s.io/v1", "flowschemas", "FlowSchema", False, CRUD),
     ("flowcontrol.apiserver.k8s.io/v1", "prioritylevelconfigurations", "PriorityLevelConfiguration", False, CRUD),
+    # What a v1.26 server (the version this fake reports) serves of API Priority and Fairness.
+    ("flowcontrol.apiserver.k8s.io/v1beta3", "flowschemas", "FlowSchema", False, CRUD),
+    ("flowcontrol.apiserver.k8s.io/v1beta3", "prioritylevelconfigurations", "PriorityLevelConfiguration", False,
+     CRUD),
     ("authorization.k8s.io/v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False, ["create"]),
     ("authorization.k8s.io/v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview", False, ["create"]),
     ("authorization.k8s.io/v1", "subjectaccessreviews", "SubjectAccessReview", False, ["create"]),
