@@ -86,7 +86,11 @@ if [[ "${SKIP_ASAN:-0}" != 1 ]]; then
   cmake --build build-asan -j "$jobs"
   phase "unit tests under ASan/UBSan"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  run_ctest --test-dir build-asan -L unit --output-on-failure
+  # Two tests fill the process's descriptor table on purpose (EMFILE): there UBSan's vptr check,
+  # which probes memory through pipe(), cannot get a descriptor and reports a false "invalid
+  # vptr" on a shared_ptr control block. They run in the main tree above, not here.
+  run_ctest --test-dir build-asan -L unit --output-on-failure \
+    -E '^(LiveServer\.AcceptErrorsAreRetriedAfterABackoff|ServerTest\.OutOfFileDescriptorsTheListenerBacksOffAndRecovers)$'
   # The agent binary's own network code (curl on Asio, informers) under the sanitizers too.
   run_ctest --test-dir build-asan -R '^AgentK8sTest' --output-on-failure
 
