@@ -29,6 +29,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import k8s_model as km  # noqa: E402
+import k8s_protobuf  # noqa: E402
 import rbac  # noqa: E402
 from store import ApiError, Store, Watcher  # noqa: E402
 
@@ -78,6 +79,11 @@ FAULT_REASONS = {400: ("BadRequest", "injected failure"), 404: ("NotFound", "the
                  500: ("InternalError", "Internal error occurred: injected failure"),
                  503: ("ServiceUnavailable", "the server is currently unable to handle the request"),
                  504: ("Timeout", "Timeout: request did not complete within the allotted timeout")}
+
+
+# The short names a real v1.26 lists in discovery (kubectl get ds, kubectl get no, ...).
+SHORT_NAMES = {"nodes": ["no"], "pods": ["po"], "events": ["ev"], "namespaces": ["ns"], "configmaps": ["cm"],
+               "serviceaccounts": ["sa"], "daemonsets": ["ds"]}
 
 
 def bad_request(message):
@@ -401,9 +407,12 @@ class Handler(BaseHTTPRequestHandler):
         for g, plural in sorted(gvrs):
             if g == gv:
                 namespaced = plural not in km.CLUSTER_SCOPED
-                resources.append({"name": plural, "singularName": km.kind_of(plural).lower(),
-                                  "namespaced": namespaced, "kind": km.kind_of(plural),
-                                  "verbs": builtin.get((g, plural), verbs)})
+                entry = {"name": plural, "singularName": km.kind_of(plural).lower(),
+                         "namespaced": namespaced, "kind": km.kind_of(plural),
+                         "verbs": builtin.get((g, plural), verbs)}
+                if plural in SHORT_NAMES:
+                    entry["shortNames"] = SHORT_NAMES[plural]
+                resources.append(entry)
                 if plural in ("nodes", "pods"):
                     resources.append({"name": plural + "/status", "singularName": "", "namespaced": namespaced,
                                       "kind": km.kind_of(plural), "verbs": ["get", "patch", "update"]})
@@ -506,6 +515,8 @@ class Handler(BaseHTTPRequestHandler):
                 obj = json.loads(body or b"null")
             elif ctype == "application/yaml":
                 obj = yaml.safe_load(body)
+            elif ctype == "application/vnd.kubernetes.protobuf":
+                obj = k8s_protobuf.decode(body)
             else:
                 raise ApiError(415, UNSUPPORTED_MEDIA)
         except (ValueError, yaml.YAMLError) as e:
@@ -521,7 +532,8 @@ class Handler(BaseHTTPRequestHandler):
         obj.setdefault("apiVersion", rt["gv"])
         meta = obj.setdefault("metadata", {})
         if rt["ns"]:
-            if meta.get("namespace", rt["ns"]) != rt["ns"]:
+            # An empty namespace in the body is the request's (protobuf clients always send the field).
+            if (meta.get("namespace") or rt["ns"]) != rt["ns"]:
                 raise bad_request("the namespace of the provided object does not match the namespace sent on "
                                   "the request")
             meta["namespace"] = rt["ns"]
