@@ -26,13 +26,25 @@ using namespace std::chrono_literals;
 const std::string kData = OKNA_TEST_DATA_DIR;
 
 // Short backoffs so that retries happen within the test; watch timeouts long enough that a
-// normal server-side timeout does not interfere.
-const char* kConfig = R"(
+// normal server-side timeout does not interfere. Placement off: the agent watches its Node only.
+const char* kNodeOnlyConfig = R"(
 kubernetes:
   watchTimeoutSeconds: {min: 60, max: 90}
   backoff: {initialMs: 100, maxMs: 800}
 logging: {level: debug}
 placement: {enabled: false}   # these tests are about the Kubernetes side
+)";
+
+// Placement on, so that the agent also watches the node's Pods (what most tests here are about);
+// the compute role comes from a label lab-1 does not carry, so Placement is never needed and the
+// missing credentials do not keep the agent unready.
+const char* kConfig = R"(
+kubernetes:
+  watchTimeoutSeconds: {min: 60, max: 90}
+  backoff: {initialMs: 100, maxMs: 800}
+logging: {level: debug}
+nodeRoles: {roles: {compute: {label: okna-test/compute-never-set}}}
+placement: {cloudsFile: /nonexistent/okna-test/clouds.yaml}
 )";
 
 // The same, with informers reported failing after 2 s instead of 60.
@@ -124,7 +136,7 @@ TEST_F(AgentK8sTest, ReadyOnlyAfterBothInformersSynced) {
 }
 
 TEST_F(AgentK8sTest, RoleChangeOnLabelEditReachesTheAgent) {
-  auto agent = startAgent();
+  auto agent = startAgent(kNodeOnlyConfig);
   ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
   EXPECT_TRUE(hasRole(*agent, "compute"));
   EXPECT_FALSE(hasRole(*agent, "containers"));
@@ -268,7 +280,7 @@ TEST_F(AgentK8sTest, ApiServerRestartAsARealOneIsFollowedByACachedRelist) {
 // what --dry-run prints for the same Node and Pods (here with Placement planned: the reservation
 // from the pods), and the appliers' own state sits next to it.
 TEST_F(AgentK8sTest, LivePlanWithoutTheAppliersIsTheDryRunOfTheSameNodeAndPods) {
-  std::string config = kConfig;
+  std::string config = kNodeOnlyConfig;
   config.replace(config.find("placement: {enabled: false}"), 27,
                  "placement: {cloud: okc9-no-such-cloud}");
   auto agent = startAgent(config);
@@ -372,6 +384,28 @@ TEST_F(AgentK8sTest, MissingRbacIsReportedByName) {
             std::string::npos)
       << body;
   EXPECT_EQ(agent->get("/readyz").status, 503);
+}
+
+// A network-only agent (the chart's nocompute DaemonSet) runs with Placement off: it neither
+// watches nor lists Pods, so its service account needs no pods access at all (deploy/helm).
+TEST_F(AgentK8sTest, WithPlacementOffThePodsAreNeitherWatchedNorNeeded) {
+  server_.reset();
+  const std::string rbac = (std::filesystem::temp_directory_path() /
+                            ("okna-rbac-nodes-" + std::to_string(::getpid()) + ".json"))
+                               .string();
+  std::ofstream(rbac)
+      << R"({"node-agents": [{"resources": ["nodes"], "verbs": ["get", "list", "watch"]}]})";
+  server_ = std::make_unique<FakeApiServer>(std::vector<std::string>{kData + "/lab-1.node.yaml"},
+                                            std::vector<std::string>{"--rbac", rbac});
+  std::filesystem::remove(rbac);
+  auto agent = startAgent(kNodeOnlyConfig);
+  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
+  ASSERT_TRUE(waitFor([&] { return openWatches() == 1; }, 10s));
+  const std::string verbose = agent->get("/readyz?verbose").body;
+  EXPECT_EQ(verbose.find("pod-informer"), std::string::npos) << verbose;
+  for (const auto& req : requests())
+    EXPECT_EQ(req.dump().find("/api/v1/pods"), std::string::npos) << req.dump();
+  EXPECT_TRUE(hasRole(*agent, "compute")) << "the role is still derived, only Placement is off";
 }
 
 }  // namespace
