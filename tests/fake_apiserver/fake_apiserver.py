@@ -118,7 +118,7 @@ def parse_rv(value):
 class Faults:
     def __init__(self):
         self.lock = threading.Lock()
-        self.fail_rules = []      # [{"count", "status", "path", "method"}]
+        self.fail_rules = []      # [{"count", "status", "path", "method", "retryAfter"}]
         self.refuse_until = 0.0
         self.requests = []
 
@@ -132,7 +132,7 @@ class Faults:
                     rule["count"] -= 1
                     if rule["count"] <= 0:
                         self.fail_rules.remove(rule)
-                    return rule["status"]
+                    return rule["status"], rule["retryAfter"]
         return None
 
     def log(self, entry):
@@ -324,7 +324,7 @@ class Handler(BaseHTTPRequestHandler):
         injected = app.faults.take_failure(self.url_path, self.command)
         try:
             if injected:
-                return self.send_injected(injected)
+                return self.send_injected(*injected)
             if not ident:
                 return self.send_json(401, UNAUTHORIZED)
             masters = "system:masters" in groups
@@ -353,7 +353,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(500, km.status_body(500, "Internal error occurred: fake apiserver: %r" % e,
                                                "InternalError"))
 
-    def send_injected(self, code):
+    def send_injected(self, code, retry_after=1):
         if code == 401:
             return self.send_json(401, UNAUTHORIZED)
         self.pf = PF_DEFAULT
@@ -361,8 +361,8 @@ class Handler(BaseHTTPRequestHandler):
             rt = route(self.url_path) or {"group": "", "plural": "resource", "name": "", "ns": "", "sub": ""}
             return self.send_error_status(forbidden(self.user or "system:anonymous", "get", rt))
         reason, msg = FAULT_REASONS.get(code, (None, HTTPStatus(code).phrase))
-        details = {"retryAfterSeconds": 1} if code in (429, 503, 504) else None
-        extra = (("Retry-After", "1"),) if details else ()
+        details = {"retryAfterSeconds": retry_after} if code in (429, 503, 504) else None
+        extra = (("Retry-After", str(retry_after)),) if details else ()
         self.send_json(code, km.status_body(code, msg, reason, details), extra=extra)
 
     def health(self, name, masters):
@@ -750,7 +750,7 @@ class Handler(BaseHTTPRequestHandler):
             result = {"dropped": len(ws)}
         elif op == "fail-next" and m == "POST":
             rule = {"count": int(q.get("count", 1)), "status": int(q.get("status", 503)), "path": q.get("path", "/"),
-                    "method": q.get("method", "").upper()}
+                    "method": q.get("method", "").upper(), "retryAfter": int(q.get("retryAfter", 1))}
             with faults.lock:
                 faults.fail_rules.append(rule)
             result = rule

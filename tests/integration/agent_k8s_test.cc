@@ -386,6 +386,43 @@ TEST_F(AgentK8sTest, MissingRbacIsReportedByName) {
   EXPECT_EQ(agent->get("/readyz").status, 503);
 }
 
+// Issue 27 (fault matrix, Kubernetes API): throttled with 429 and a Retry-After longer than the
+// agent's own backoff (800 ms here), the informer waits what the server asks, every time (no
+// tight loop), and a label change made meanwhile is there once the server answers again.
+TEST_F(AgentK8sTest, TooManyRequestsWaitsTheRetryAfterAndMissesNoChange) {
+  auto agent = startAgent();
+  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
+  ASSERT_TRUE(waitFor([&] { return openWatches() == 2; }, 10s));
+  ASSERT_EQ(server_
+                ->control("POST",
+                          "fail-next?count=100000&status=429&retryAfter=3&path=/api/v1/nodes&"
+                          "method=GET")
+                .status,
+            200);
+  server_->control("DELETE", "requests");
+  ASSERT_EQ(server_->control("POST", "drop-watches").status, 200);
+  // The change the agent must not miss: made while it is throttled.
+  auto r = server_->admin("PATCH", "/api/v1/nodes/lab-1",
+                          R"({"metadata":{"labels":{"node-role.openkeel.io/containers":""}}})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto nodeGets = [&] {
+    std::vector<double> t;
+    for (const auto& req : requests())
+      if (req["path"] == "/api/v1/nodes" && req["method"] == "GET") t.push_back(req["t"]);
+    return t;
+  };
+  ASSERT_TRUE(waitFor([&] { return nodeGets().size() >= 3; }, 20s)) << requests().dump();
+  const auto t = nodeGets();
+  for (size_t i = 1; i < t.size(); ++i)
+    EXPECT_GE(t[i] - t[i - 1], 2.9)
+        << "request " << i << " came before the Retry-After: " << requests().dump();
+  EXPECT_FALSE(hasRole(*agent, "containers")) << "not seen yet: the server has not answered";
+
+  ASSERT_EQ(server_->control("DELETE", "fail-next").status, 200);
+  ASSERT_TRUE(waitFor([&] { return hasRole(*agent, "containers"); }, 20s)) << agent->log();
+  EXPECT_EQ(agent->get("/readyz").status, 200);
+}
+
 // A network-only agent (the chart's nocompute DaemonSet) runs with Placement off: it neither
 // watches nor lists Pods, so its service account needs no pods access at all (deploy/helm).
 TEST_F(AgentK8sTest, WithPlacementOffThePodsAreNeitherWatchedNorNeeded) {
