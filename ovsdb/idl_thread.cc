@@ -78,16 +78,21 @@ std::vector<std::string> readGatewayPorts(okna_sb_idl* sb) {
   return ports;
 }
 
-ObservedBridgeIfaceIds readIfaceIds(okna_ovs_idl* idl, const std::string& bridge) {
+// The marked ports' ids, and the VM interfaces' iface-ids into `vmIfaceIds`.
+ObservedBridgeIfaceIds readIfaceIds(okna_ovs_idl* idl, const std::string& bridge,
+                                    std::set<std::string>& vmIfaceIds) {
   ObservedBridgeIfaceIds ids;
   okna_ovs_idl_foreach_iface_external_id(
       idl, bridge.c_str(),
       [](void* ctx, const char* port, const char* k, const char* v) {
-        // Only the keys the metadata diff reads: ovn-controller adds half a dozen per port.
-        if (std::strcmp(k, "iface-id") == 0 || std::strcmp(k, kMetadataPortMarkKey) == 0)
+        // Only the keys the metadata diff and vmIfaceIdsOf read: ovn-controller adds half a
+        // dozen per port.
+        if (std::strcmp(k, "iface-id") == 0 || std::strcmp(k, kMetadataPortMarkKey) == 0 ||
+            std::strcmp(k, "attached-mac") == 0)
           (*static_cast<ObservedBridgeIfaceIds*>(ctx))[port][k] = v;
       },
       &ids);
+  vmIfaceIds = vmIfaceIdsOf(ids);
   std::erase_if(ids, [](const auto& port) { return !marksTheAgentsPort(port.second); });
   return ids;
 }
@@ -252,9 +257,11 @@ class IdlThread::Loop {
       if (const auto it = snap_.ovs->externalIds.find(kOwnershipKey);
           it != snap_.ovs->externalIds.end())
         if (auto record = parseOwnership(it->second)) known_ = std::move(*record);
+      std::set<std::string> vmIfaceIds;
       snap_.integrationIfaceIds.set(metadata_ && metadata_->enabled
-                                        ? readIfaceIds(ovs_, metadata_->bridge)
+                                        ? readIfaceIds(ovs_, metadata_->bridge, vmIfaceIds)
                                         : ObservedBridgeIfaceIds{});
+      snap_.integrationVmIfaceIds.set(std::move(vmIfaceIds));
     }
     manageSb();
     if (sbTxn_) finishSbTxn();

@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -77,6 +78,9 @@ struct Snapshot {
   std::uint64_t convergedGeneration = 0;
   // The integration bridge (DesiredMetadataOvs::bridge) and its ports' Interface external_ids.
   core::SharedValue<ObservedBridgeIfaceIds> integrationIfaceIds;
+  // The iface-ids of the VM interfaces on that bridge (vmIfaceIdsOf): what the metadata
+  // planner judges a Southbound that lost this chassis's bindings by.
+  core::SharedValue<std::set<std::string>> integrationVmIfaceIds;
   // The last submitted metadata generation whose diff came out empty (0: none yet).
   std::uint64_t metadataConvergedGeneration = 0;
   // What the agent owns as far as it knows (ownership.h): the last valid record seen in OVSDB
