@@ -19,6 +19,16 @@ namespace {
 constexpr const char* kComponent = "ovsdb";
 constexpr const char* kTxnMetric = "okna_ovsdb_transactions_total";
 constexpr const char* kTxnHelp = "OVSDB transactions of the chassis configuration, by result";
+constexpr const char* kReconnectsMetric = "okna_ovsdb_reconnects_total";
+constexpr const char* kReconnectsHelp =
+    "Connections re-established after a loss, by database (db: Open_vSwitch, the local OVSDB; "
+    "OVN_Southbound)";
+constexpr const char* kLossesMetric = "okna_ovsdb_connection_losses_total";
+constexpr const char* kLossesHelp =
+    "Connections lost (each outage once, however many reconnection attempts fail), by database "
+    "(db: Open_vSwitch, the local OVSDB; OVN_Southbound)";
+constexpr const char* kLocalDb = "Open_vSwitch";
+constexpr const char* kSouthboundDb = "OVN_Southbound";
 
 std::string join(const std::vector<std::string>& items, const std::string& separator = ",") {
   std::string out;
@@ -91,7 +101,10 @@ ChassisReconciler::ChassisReconciler(boost::asio::io_context& io, OvsConfig conf
   health_.setReady(kComponent, false, "waiting for the Node");
   for (const char* result : {"success", "unchanged", "conflict", "error"})
     metrics_.counter(kTxnMetric, kTxnHelp, {{"result", result}});
-  metrics_.counter("okna_ovsdb_reconnects_total", "Reconnections to the local OVSDB");
+  for (const char* db : {kLocalDb, kSouthboundDb}) {
+    metrics_.counter(kReconnectsMetric, kReconnectsHelp, {{"db", db}});
+    metrics_.counter(kLossesMetric, kLossesHelp, {{"db", db}});
+  }
   metrics_.gauge("okna_ovsdb_failed_interfaces",
                  "Bridges and ports of the agent that ovs-vswitchd failed to create");
   metrics_.gauge("okna_ovsdb_ownership_lost",
@@ -481,9 +494,17 @@ void ChassisReconciler::updateMetrics(const Snapshot& previous, const Snapshot& 
   add("unchanged", previous.stats.unchanged, s.stats.unchanged);
   add("conflict", previous.stats.conflicts, s.stats.conflicts);
   add("error", previous.stats.errors, s.stats.errors);
-  if (s.stats.reconnects > previous.stats.reconnects)
-    metrics_.counter("okna_ovsdb_reconnects_total", "")
-        .inc(static_cast<double>(s.stats.reconnects - previous.stats.reconnects));
+  const auto count = [&](const char* metric, const char* help, const char* db, std::uint64_t before,
+                         std::uint64_t now) {
+    if (now > before)
+      metrics_.counter(metric, help, {{"db", db}}).inc(static_cast<double>(now - before));
+  };
+  count(kReconnectsMetric, kReconnectsHelp, kLocalDb, previous.stats.reconnects,
+        s.stats.reconnects);
+  count(kLossesMetric, kLossesHelp, kLocalDb, previous.stats.losses, s.stats.losses);
+  count(kReconnectsMetric, kReconnectsHelp, kSouthboundDb, previous.stats.sbReconnects,
+        s.stats.sbReconnects);
+  count(kLossesMetric, kLossesHelp, kSouthboundDb, previous.stats.sbLosses, s.stats.sbLosses);
   metrics_.gauge("okna_ovsdb_ownership_lost",
                  "1 while the record of what the agent wrote to OVSDB is lost with no copy "
                  "(annotate the Node chassis.openkeel.io/adopt-ownership)");

@@ -26,7 +26,8 @@
 //
 // Readiness component "ovsdb": connected and the first desired state applied.
 // Metrics: okna_ovsdb_transactions_total{result=success|unchanged|conflict|error},
-// okna_ovsdb_reconnects_total, okna_ovsdb_connected, okna_ovsdb_gateway_ports,
+// okna_ovsdb_reconnects_total{db} and okna_ovsdb_connection_losses_total{db} (db: Open_vSwitch,
+// the local OVSDB, or OVN_Southbound), okna_ovsdb_connected, okna_ovsdb_gateway_ports,
 // okna_ovsdb_failed_interfaces (the agent's bridges and ports ovs-vswitchd failed to create:
 // also a Warning Event OvsInterfaceFailed and "not ready" with the error).
 

@@ -43,8 +43,13 @@ struct IdlStats {
   // TRY_AGAIN: a verified column changed under the transaction (or the connection dropped).
   std::uint64_t conflicts = 0;
   std::uint64_t errors = 0;
-  // Connections re-established after having been connected.
+  // Connections to the local Open_vSwitch DB re-established after having been connected, and
+  // connections lost (each once, however many reconnection attempts fail in between).
   std::uint64_t reconnects = 0;
+  std::uint64_t losses = 0;
+  // The same for the OVN Southbound DB (a new remote or chassis name is neither).
+  std::uint64_t sbReconnects = 0;
+  std::uint64_t sbLosses = 0;
   bool operator==(const IdlStats&) const = default;
 };
 

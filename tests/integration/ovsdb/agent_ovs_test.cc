@@ -115,7 +115,7 @@ TEST_F(AgentOvsTest, NotReadyWhileOvsdbIsDownAndReassertedAfter) {
       20s))
       << agent_->log();
   ASSERT_TRUE(waitFor([&] { return agent_->get("/readyz").status == 200; }, 10s));
-  EXPECT_GE(agent_->metric("okna_ovsdb_reconnects_total"), 1);
+  EXPECT_GE(agent_->metric(R"(okna_ovsdb_reconnects_total{db="Open_vSwitch"})"), 1);
 }
 
 // The chart's network-only agent (deploy/helm: the nocompute DaemonSet, gateways) runs as root

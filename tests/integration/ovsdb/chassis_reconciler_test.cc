@@ -197,14 +197,16 @@ TEST_F(ChassisReconcilerTest, StateIsReassertedAfterTheServerIsKilledAndRestarte
            bridgeExists(*ovs_, "br-ex");
   }));
   ASSERT_TRUE(loop_.runUntil([&] {
-    return okna::testing::metricValue(metricsText(), "okna_ovsdb_reconnects_total") >= 1;
+    return okna::testing::metricValue(metricsText(),
+                                      R"(okna_ovsdb_reconnects_total{db="Open_vSwitch"})") >= 1;
   })) << metricsText();
   // A plain kill + restart on the same database: nothing to do, still connected and ready.
-  const double reconnects =
-      okna::testing::metricValue(metricsText(), "okna_ovsdb_reconnects_total");
+  const double reconnects = okna::testing::metricValue(
+      metricsText(), R"(okna_ovsdb_reconnects_total{db="Open_vSwitch"})");
   ovs_->restart();
   ASSERT_TRUE(loop_.runUntil([&] {
-    return okna::testing::metricValue(metricsText(), "okna_ovsdb_reconnects_total") > reconnects &&
+    return okna::testing::metricValue(
+               metricsText(), R"(okna_ovsdb_reconnects_total{db="Open_vSwitch"})") > reconnects &&
            ready();
   })) << metricsText();
   EXPECT_EQ(externalId(*ovs_, "ovn-cms-options"), "enable-chassis-as-gw");
