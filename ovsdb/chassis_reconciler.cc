@@ -88,7 +88,10 @@ ChassisReconciler::ChassisReconciler(boost::asio::io_context& io, OvsConfig conf
       ownedClock_(clock ? nullptr : std::make_unique<core::AsioClock>(io)),
       clock_(clock ? clock : ownedClock_.get()),
       stateFile_(config_.stateFile),
-      drainTimer_(clock_->makeTimer()) {
+      drainTimer_(clock_->makeTimer()),
+      vswitchdTimer_(clock_->makeTimer()) {
+  if (const std::string runDir = config_.vswitchdRunDir.value_or(""); !runDir.empty())
+    vswitchdProbe_ = std::make_unique<UnixctlVswitchdProbe>(runDir);
   fileCopy_ = stateFile_.load();
   if (fileCopy_.state == OwnershipCopy::State::Unreadable)
     core::logger(kComponent)
@@ -111,6 +114,8 @@ ChassisReconciler::ChassisReconciler(boost::asio::io_context& io, OvsConfig conf
                  "1 while the record of what the agent wrote to OVSDB is lost with no copy "
                  "(annotate the Node chassis.openkeel.io/adopt-ownership)");
   metrics_.gauge("okna_ovsdb_connected", "1 while connected to the local OVSDB");
+  metrics_.gauge("okna_ovsdb_vswitchd_running",
+                 "1 while ovs-vswitchd answers on its unixctl socket (absent: not checked)");
   metrics_.gauge("okna_ovsdb_gateway_draining", "1 while a planned gateway failover waits");
   metrics_.gauge("okna_ovsdb_gateway_ports",
                  "chassisredirect ports bound to this chassis in the Southbound DB");
@@ -151,6 +156,7 @@ ChassisReconciler::~ChassisReconciler() {
 void ChassisReconciler::stop() {
   *alive_ = false;
   drainTimer_->cancel();
+  vswitchdTimer_->cancel();
   thread_->stop();
 }
 
@@ -181,6 +187,7 @@ void ChassisReconciler::update(const k8s::NodeInfo& node, const DesiredChassis& 
   if (generation_ == 0 && !submitted_) {
     health_.setReady(kComponent, false, "connecting to " + config_.remote);
     thread_->start();
+    checkVswitchd();
   }
   evaluateDrain();
   submit();
@@ -276,6 +283,26 @@ void ChassisReconciler::reportOwnership() {
   reportedLost_ = lost;
 }
 
+void ChassisReconciler::checkVswitchd() {
+  if (!vswitchdProbe_ || !*alive_) return;
+  VswitchdStatus now = vswitchdProbe_->check();
+  auto log = core::logger(kComponent);
+  if (!now.running && (!vswitchd_ || vswitchd_->running))
+    log->error(
+        "ovs-vswitchd is not running ({}): the datapath does not follow OVSDB, whose ports and "
+        "ofport values are stale; not ready until it answers",
+        now.detail);
+  else if (now.running && vswitchd_ && !vswitchd_->running)
+    log->info("ovs-vswitchd is running again ({})", now.detail);
+  metrics_.gauge("okna_ovsdb_vswitchd_running", "").set(now.running ? 1 : 0);
+  const bool changed = !vswitchd_ || *vswitchd_ != now;
+  vswitchd_ = std::move(now);
+  if (changed) updateHealth();
+  vswitchdTimer_->waitUntil(clock_->now() + config_.vswitchdCheckInterval, [this, alive = alive_] {
+    if (*alive) checkVswitchd();
+  });
+}
+
 void ChassisReconciler::updateHealth() {
   if (!snapshot_) return;
   const Snapshot& s = *snapshot_;
@@ -301,6 +328,10 @@ void ChassisReconciler::updateHealth() {
             connectionProblem(config_.remote, why, s.tlsError, config_.ssl.configured()) + ")");
   } else if (!s.ovs->hasRoot) {
     health_.setReady(kComponent, false, "the Open_vSwitch table has no row (ovs-vsctl init)");
+  } else if (vswitchd_ && !vswitchd_->running) {
+    health_.setReady(kComponent, false,
+                     "ovs-vswitchd is not running (" + vswitchd_->detail +
+                         "): the datapath does not follow OVSDB");
   } else if (!ready_) {
     health_.setReady(kComponent, false,
                      "applying the first desired state" +
@@ -382,6 +413,9 @@ nlohmann::json ChassisReconciler::debugJson() const {
   out["externalNicRefused"] =
       refusedNic_.empty() ? nlohmann::json(nullptr) : nlohmann::json(refusedNic_);
   out["failedInterfaces"] = failedInterfaces_;
+  out["vswitchd"] =
+      vswitchd_ ? nlohmann::json{{"running", vswitchd_->running}, {"detail", vswitchd_->detail}}
+                : nlohmann::json(nullptr);
   out["submittedGeneration"] = generation_;
   out["convergedGeneration"] = snapshot_ ? snapshot_->convergedGeneration : 0;
   return out;

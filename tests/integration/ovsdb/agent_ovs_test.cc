@@ -32,7 +32,7 @@ kubernetes:
   watchTimeoutSeconds: {min: 60, max: 90}
   backoff: {initialMs: 100, maxMs: 800}
 logging: {level: debug}
-ovs: {drainTimeoutSeconds: 0, stateFile: ""}
+ovs: {drainTimeoutSeconds: 0, stateFile: "", vswitchdRunDir: ""}   # no ovs-vswitchd here
 placement: {enabled: false}   # about OVS only
 metadata: {enabled: false}    # lab-1 is a compute node: metadata has its own end-to-end test
 )";
