@@ -146,6 +146,7 @@ class Faults:
 
 class App:
     def __init__(self, args):
+        self.args = args
         self.store = Store(history_size=args.watch_cache_size)
         self.faults = Faults()
         self.tokens = {}
@@ -743,6 +744,26 @@ class Handler(BaseHTTPRequestHandler):
             faults.refuse_until = time.monotonic() + seconds
             ended = store.restart(int(q.get("writes", 2)))
             result = {"ended": ended, "windowStart": store.window_start, "refusingFor": seconds}
+        elif op == "token" and m == "POST":
+            # A rotated service account token: the new one is accepted from now on.
+            user, token = q.get("user", ""), q.get("token", "")
+            groups = [g for g in q.get("groups", "").split(",") if g]
+            app.tokens[token] = (user, groups + rbac.identity_groups(user) + ["system:authenticated"])
+            result = {"user": user}
+        elif op == "token" and m == "DELETE":
+            # ... and the old one is not (401 Unauthorized), as after its expiry.
+            result = {"revoked": app.tokens.pop(q.get("token", ""), None) is not None}
+        elif op == "rotate-tls" and m == "POST":
+            # A new CA and a server certificate it signs: new handshakes present it, and the CA
+            # file the kubeconfig names is replaced (as a kubelet updates a projected ca.crt).
+            tls_dir = app.args.tls_dir
+            fresh = os.path.join(tls_dir, "rotated-%d" % int(time.monotonic() * 1e6))
+            host = self.server.server_address[0]
+            paths = ensure_tls(fresh, host)
+            self.server.ssl_ctx.load_cert_chain(paths["server.crt"], paths["server.key"])
+            with open(paths["ca.crt"]) as f:
+                write_atomic(os.path.join(tls_dir, "ca.crt"), f.read())
+            result = {"rotated": fresh}
         elif op == "drop-watches" and m == "POST":
             ws = store.all_watchers()
             for w in ws:

@@ -423,6 +423,73 @@ TEST_F(AgentK8sTest, TooManyRequestsWaitsTheRetryAfterAndMissesNoChange) {
   EXPECT_EQ(agent->get("/readyz").status, 200);
 }
 
+// Issue 27 (fault matrix, Kubernetes API): the API server's certificate and CA rotate (the
+// kubelet updates a projected ca.crt in place). The connections open at the time keep working;
+// the next ones must verify against the new CA, read from the file again, not a cached copy.
+TEST_F(AgentK8sTest, RotatedServerCertificateAndCaAreFollowed) {
+  auto agent = startAgent();
+  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
+  ASSERT_TRUE(waitFor([&] { return openWatches() == 2; }, 10s));
+  ASSERT_EQ(server_->control("POST", "rotate-tls").status, 200);
+  // Every connection closes (a second of refusal, watches dropped, kept-alive connections closed
+  // at their next request): what follows is new TLS handshakes only, with the new certificate.
+  ASSERT_EQ(server_->control("POST", "refuse?seconds=1&drop=1").status, 200);
+  // (Our own client is refused too until then.)
+  ASSERT_TRUE(waitFor(
+      [&] {
+        return server_
+                   ->admin("PATCH", "/api/v1/nodes/lab-1",
+                           R"({"metadata":{"labels":{"node-role.openkeel.io/containers":""}}})")
+                   .status == 200;
+      },
+      10s));
+  ASSERT_TRUE(waitFor([&] { return hasRole(*agent, "containers"); }, 20s)) << agent->log();
+  ASSERT_TRUE(waitFor([&] { return openWatches() == 2; }, 10s)) << agent->log();
+  EXPECT_EQ(agent->get("/readyz").status, 200);
+}
+
+// Issue 27 (fault matrix, Kubernetes API): the service account token rotates: the old one is
+// refused (401) once the file holds the new one; the agent reads the file again and goes on.
+TEST_F(AgentK8sTest, RotatedTokenFileIsReadAgainAfterA401) {
+  const std::string tokenFile = server_->dir() + "/token";
+  std::ofstream(tokenFile) << FakeApiServer::kAgentToken;
+  const std::string kubeconfig = server_->dir() + "/token-kubeconfig";
+  std::ofstream(kubeconfig) << "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n"
+                            << "    server: " << server_->url() << "\n"
+                            << "    certificate-authority: " << server_->caFile() << "\n"
+                            << "users:\n- name: agent\n  user:\n    tokenFile: " << tokenFile
+                            << "\n"
+                            << "contexts:\n- name: agent\n  context: {cluster: fake, user: agent}\n"
+                            << "current-context: agent\n";
+  auto agent = std::make_unique<AgentProcess>(
+      server_->dir(), kConfig,
+      std::vector<std::string>{"--node-name", "lab-1", "--kubeconfig", kubeconfig});
+  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
+  ASSERT_TRUE(waitFor([&] { return openWatches() == 2; }, 10s));
+
+  ASSERT_EQ(
+      server_->control("POST", "token?user=node-agent&token=rotated-token-2&groups=node-agents")
+          .status,
+      200);
+  {
+    std::ofstream out(tokenFile + ".new");
+    out << "rotated-token-2";
+  }
+  std::filesystem::rename(tokenFile + ".new", tokenFile);
+  ASSERT_EQ(
+      server_->control("DELETE", std::string("token?token=") + FakeApiServer::kAgentToken).status,
+      200);
+  ASSERT_EQ(server_->control("POST", "drop-watches").status, 200);
+  auto r = server_->admin("PATCH", "/api/v1/nodes/lab-1",
+                          R"({"metadata":{"labels":{"node-role.openkeel.io/containers":""}}})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_TRUE(waitFor([&] { return hasRole(*agent, "containers"); }, 20s)) << agent->log();
+  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
+  server_->control("DELETE", "requests");
+  ASSERT_TRUE(waitFor([&] { return openWatches() == 2; }, 10s));
+  for (const auto& req : requests()) EXPECT_EQ(req["status"], 200) << req.dump();
+}
+
 // A network-only agent (the chart's nocompute DaemonSet) runs with Placement off: it neither
 // watches nor lists Pods, so its service account needs no pods access at all (deploy/helm).
 TEST_F(AgentK8sTest, WithPlacementOffThePodsAreNeitherWatchedNorNeeded) {
