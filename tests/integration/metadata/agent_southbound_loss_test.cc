@@ -85,10 +85,11 @@ TEST_F(AgentSouthboundLossTest, AnEmptiedSouthboundRemovesNothingAndSaysSoUntilN
   EXPECT_EQ(namespaceInode(net2.metadata_netns), inode2);
 
   chassis_->start_daemon("ovn-northd");
-  // ovn-controller (23.03, Debian 12) exited without a log line after reconnecting to the
-  // emptied Southbound in the runs here with the agent attached (not in the same steps without
-  // it; to be understood). Its supervisor restarts it, as the pod's would; the agent's part is
-  // what follows.
+  // ovn-controller (23.03, Debian 12) dies without a log line when Chassis_Private.external_ids
+  // is written right after it registered the chassis again in the emptied Southbound, as the
+  // agent's Neutron liveness keys are (reproduced with `ovn-sbctl wait-until Chassis_Private
+  // <name> -- set ...` and no agent; with the agent stopped first it lives). Its supervisor
+  // restarts it, as the pod's would; the agent's part is what follows.
   if (!chassis_->daemon_running("ovn-controller")) {
     std::cerr << "ovn-controller is gone; restarting it\n";
     chassis_->start_daemon("ovn-controller");
