@@ -103,6 +103,20 @@ class AgentK8sTest : public ::testing::Test {
     return false;
   }
 
+  // The fake API server again, with lab-1 only and a ClusterRole for the agents that grants
+  // nodes get/list/watch and nothing on pods.
+  void restartWithNodesOnlyRbac() {
+    server_.reset();
+    const std::string rbac = (std::filesystem::temp_directory_path() /
+                              ("okna-rbac-" + std::to_string(::getpid()) + ".json"))
+                                 .string();
+    std::ofstream(rbac)
+        << R"({"node-agents": [{"resources": ["nodes"], "verbs": ["get", "list", "watch"]}]})";
+    server_ = std::make_unique<FakeApiServer>(std::vector<std::string>{kData + "/lab-1.node.yaml"},
+                                              std::vector<std::string>{"--rbac", rbac});
+    std::filesystem::remove(rbac);
+  }
+
   json requests() const { return json::parse(server_->control("GET", "requests").body); }
 
   // The watches open at the server; -1 while the control API is unreachable (refuse window).
@@ -367,14 +381,7 @@ TEST_F(AgentK8sTest, EveryMetricTheReadmeListsIsExportedFromTheStart) {
 
 TEST_F(AgentK8sTest, MissingRbacIsReportedByName) {
   // A token whose ClusterRole lacks pods: the agent stays unready and says which permission.
-  server_.reset();
-  const std::string rbac = (std::filesystem::temp_directory_path() /
-                            ("okna-rbac-" + std::to_string(::getpid()) + ".json"))
-                               .string();
-  std::ofstream(rbac)
-      << R"({"node-agents": [{"resources": ["nodes"], "verbs": ["get", "list", "watch"]}]})";
-  server_ = std::make_unique<FakeApiServer>(std::vector<std::string>{kData + "/lab-1.node.yaml"},
-                                            std::vector<std::string>{"--rbac", rbac});
+  restartWithNodesOnlyRbac();
   auto agent = startAgent();
   ASSERT_TRUE(waitFor(
       [&] { return agent->get("/readyz?verbose").body.find("RBAC") != std::string::npos; }, 20s))
@@ -493,15 +500,7 @@ TEST_F(AgentK8sTest, RotatedTokenFileIsReadAgainAfterA401) {
 // A network-only agent (the chart's nocompute DaemonSet) runs with Placement off: it neither
 // watches nor lists Pods, so its service account needs no pods access at all (deploy/helm).
 TEST_F(AgentK8sTest, WithPlacementOffThePodsAreNeitherWatchedNorNeeded) {
-  server_.reset();
-  const std::string rbac = (std::filesystem::temp_directory_path() /
-                            ("okna-rbac-nodes-" + std::to_string(::getpid()) + ".json"))
-                               .string();
-  std::ofstream(rbac)
-      << R"({"node-agents": [{"resources": ["nodes"], "verbs": ["get", "list", "watch"]}]})";
-  server_ = std::make_unique<FakeApiServer>(std::vector<std::string>{kData + "/lab-1.node.yaml"},
-                                            std::vector<std::string>{"--rbac", rbac});
-  std::filesystem::remove(rbac);
+  restartWithNodesOnlyRbac();
   auto agent = startAgent(kNodeOnlyConfig);
   ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
   ASSERT_TRUE(waitFor([&] { return openWatches() == 1; }, 10s));
