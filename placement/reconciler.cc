@@ -4,6 +4,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "core/logging.h"
 #include "placement/clouds_yaml.h"
@@ -157,7 +158,7 @@ void Reconciler::setActive(bool computeRole) {
   const bool wasManaging = mode_ == Mode::Manage;
   mode_ = want;
   // A role change starts from a fresh read: the server may have changed while we looked away.
-  syncer_->forgetProviders();
+  forgetProviders(false);
   closedOk_ = false;
   if (mode_ == Mode::Manage) {
     log()->info("compute role: managing the node's resource provider in Placement");
@@ -216,7 +217,7 @@ void Reconciler::setNode(const std::string& name, const std::string& uid) {
   nodeName_ = name;
   nodeUid_ = uid;
   if (mode_ == Mode::Close && nodeChanged && syncer_) {
-    syncer_->forgetProviders();
+    forgetProviders(false);
     trigger(std::chrono::milliseconds(0));
   }
 }
@@ -261,10 +262,22 @@ void Reconciler::scheduleResync() {
                        if (stopped_ || mode_ == Mode::Idle) return;
                        // Repairs what was changed behind the agent's back (an inventory deleted by
                        // hand).
-                       syncer_->invalidate();
+                       forgetProviders(true);
                        trigger(std::chrono::milliseconds(0));
                        scheduleResync();
                      });
+}
+
+void Reconciler::forgetProviders(bool catalog) {
+  if (running_) {
+    forgetAfterPass_ = true;
+    invalidateAfterPass_ = invalidateAfterPass_ || catalog;
+    return;
+  }
+  if (catalog)
+    syncer_->invalidate();
+  else
+    syncer_->forgetProviders();
 }
 
 void Reconciler::event(const std::string& reason, const std::string& message) {
@@ -328,6 +341,10 @@ Task<void> Reconciler::run(std::shared_ptr<bool> alive) {
     }
     if (!*alive) co_return;
     running_ = false;
+    if (forgetAfterPass_) {
+      forgetAfterPass_ = false;
+      forgetProviders(std::exchange(invalidateAfterPass_, false));
+    }
     if (!status && status.error().message.starts_with("internal error: ")) {
       metrics_.counter("okna_placement_worker_errors_total", "Passes ended by an exception").inc();
       syncer_->invalidate();

@@ -106,6 +106,10 @@ class Reconciler {
   void afterManagePass(const DesiredProviderTree& sent);
   void onWorkerEnded(std::exception_ptr error);
   void scheduleResync();
+  /** The syncer's view of the providers (and with `catalog`, the trait catalog too) is dropped:
+   *  now, or, while a pass is running, when it ends. A pass holds references into that view
+   *  across its awaits: dropping it under a suspended pass is a use after free. */
+  void forgetProviders(bool catalog);
   void scheduleDeletionRetry();
   void event(const std::string& reason, const std::string& message);
 
@@ -159,6 +163,9 @@ class Reconciler {
   bool loopRunning_ = false;
   bool pending_ = false;
   bool running_ = false;
+  // Set by forgetProviders() during a pass; applied when the pass ends.
+  bool forgetAfterPass_ = false;
+  bool invalidateAfterPass_ = false;
   std::chrono::steady_clock::time_point due_{};
   // No pass before this (backoff after a failure).
   std::chrono::steady_clock::time_point notBefore_{};

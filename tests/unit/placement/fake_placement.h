@@ -4,6 +4,7 @@
 // generation is a 409 placement.concurrent_update, total >= 1, reserved <= total). Faults can be
 // injected: down (transport errors), a concurrent writer, an old server. Calls are counted.
 
+#include <functional>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -39,6 +40,9 @@ class FakePlacement final : public placement::Api {
   std::set<std::string> inUse;
   // Calls by name ("putInventories", ...).
   std::map<std::string, int> calls;
+  // Run once, when the call of that name is made: what happens on the agent's side while that
+  // request is in flight (a role change, a resync).
+  std::map<std::string, std::function<void()>> during;
 
   int total() const {
     int n = 0;
@@ -155,6 +159,11 @@ class FakePlacement final : public placement::Api {
  private:
   std::optional<core::Error> fail(const char* call) {
     ++calls[call];
+    if (auto d = during.find(call); d != during.end()) {
+      auto hook = std::move(d->second);
+      during.erase(d);
+      hook();
+    }
     if (down) return core::makeError(std::string(call) + ": connection refused", 7);
     if (auto t = throwNext.find(call); t != throwNext.end() && t->second > 0) {
       --t->second;

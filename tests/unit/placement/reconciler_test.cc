@@ -404,6 +404,22 @@ TEST_F(ReconcilerTest, ResyncSurvivesTheRoleGoingAndComingBack) {
   ASSERT_TRUE(runUntil([&] { return root().inventories.count("VCPU") == 1; }));
 }
 
+// A pass holds references into the syncer's view of the providers across its awaits. A role
+// change (or the resync timer) while a request is in flight drops that view only once the pass
+// has ended: dropping it under the suspended pass was a use after free (seen under ASan in
+// PlacementIT.WipedDatabaseIsRebuiltAtTheNextResync).
+TEST_F(ReconcilerTest, TheProviderViewIsDroppedOnlyAfterThePassInFlight) {
+  auto r = make();
+  node_.labels["trait.openkeel.io/CUSTOM_LAB"] = "";
+  fake_.during["putProviderTraits"] = [&] { r->setActive(false); };
+  okna::testing::planAndUpdate(*r, node_, {});
+  ASSERT_TRUE(runUntil([&] { return r->closed(); }));
+  EXPECT_EQ(root().traits.count("COMPUTE_STATUS_DISABLED"), 1u);
+  r->setActive(true);
+  ASSERT_TRUE(runUntil([&] { return root().traits.count("COMPUTE_STATUS_DISABLED") == 0; }));
+  EXPECT_EQ(root().traits.count("CUSTOM_LAB"), 1u);
+}
+
 TEST_F(ReconcilerTest, FailedPassesKeepTheTraitCatalog) {
   fake_.failNext["putInventories"] = 3;
   auto r = make();
