@@ -19,6 +19,7 @@
 #include "tests/fakes/agent_process.h"
 #include "tests/fakes/fake_apiserver_fixture.h"
 #include "tests/fixtures/ovn/ovn_chassis_fixture.h"
+#include "tests/support/test_paths.h"
 
 namespace okna {
 namespace {
@@ -109,9 +110,10 @@ class AgentMetadataTest : public ::testing::Test {
 
   void startNova() {
     nova_ = std::make_unique<Process>(
-        std::vector<std::string>{"/usr/bin/python3",
-                                 std::string(OKNA_SOURCE_DIR) + "/tests/fixtures/nova/fake_nova.py",
-                                 "--secret-file", dir_ + "/nova-secret"},
+        std::vector<std::string>{
+            "/usr/bin/python3",
+            std::string(::okna::testing::kSourceDir) + "/tests/fixtures/nova/fake_nova.py",
+            "--secret-file", dir_ + "/nova-secret"},
         dir_ + "/fake_nova.log");
     const std::regex ready("listening on port ([0-9]+)");
     ASSERT_TRUE(waitFor(
@@ -309,8 +311,8 @@ TEST_F(AgentMetadataTest, DryRunListsWhatItWouldCreateKeepAndRemoveAndWritesNoth
       << "ovs: {stateFile: \"\"}\nmetadata: {sharedSecretFile: " << dir_ << "/agent-secret}\n";
   const auto dryRun = [&] {
     const auto r = okna::testing::detail::run(
-        {std::string(OKNA_BINARY_DIR) + "/agent/openkeel-node-agent", "--dry-run", "--config",
-         dir_ + "/dry.yaml", "--node-file", dir_ + "/hv-e2e.node.yaml", "--ovsdb",
+        {std::string(::okna::testing::kBinaryDir) + "/agent/openkeel-node-agent", "--dry-run",
+         "--config", dir_ + "/dry.yaml", "--node-file", dir_ + "/hv-e2e.node.yaml", "--ovsdb",
          chassis_->ovs_remote(), "--output", "json"});
     EXPECT_TRUE(r.ok()) << r.err;
     return r.ok() ? nlohmann::json::parse(r.out)["metadata"] : nlohmann::json();
