@@ -68,15 +68,18 @@ Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& 
                                replan("node-sync");
                              },
                              notReady});
-  podInformer_ = std::make_unique<k8s::Informer>(
-      clock_, api_, informerConfig("pods", "/api/v1/pods", "spec.nodeName=" + config_.nodeName),
-      metrics_,
-      k8s::Informer::Handler{[this](auto type, const json& o) { onPodEvent(type, o); },
-                             [this] {
-                               updateInformerReadiness();
-                               replan("pod-sync");
-                             },
-                             notReady});
+  // The node's Pods feed Placement's `reserved` only: an agent with Placement off (a gateway's, a
+  // network-only DaemonSet's) does not watch them, and its service account needs no pods access.
+  if (config_.placement.enabled)
+    podInformer_ = std::make_unique<k8s::Informer>(
+        clock_, api_, informerConfig("pods", "/api/v1/pods", "spec.nodeName=" + config_.nodeName),
+        metrics_,
+        k8s::Informer::Handler{[this](auto type, const json& o) { onPodEvent(type, o); },
+                               [this] {
+                                 updateInformerReadiness();
+                                 replan("pod-sync");
+                               },
+                               notReady});
   placement_ =
       std::make_unique<placement::Reconciler>(io_, http, config_.placement, metrics_, health_);
   placement_->setEventSink(
@@ -101,16 +104,22 @@ Agent::~Agent() {
 core::Status Agent::start() {
   if (auto s = listenHealth(); !s) return s;
   health_.addComponent("node-informer");
-  health_.addComponent("pod-informer");
+  if (podInformer_) health_.addComponent("pod-informer");
   health_.addHeartbeat("event-loop", kLoopMaxSilence);
   beat();
-  core::logger("agent")->info(
-      "node {}: watching its Node (fieldSelector metadata.name={}) and its Pods "
-      "(fieldSelector spec.nodeName={}) at {} ({})",
-      config_.nodeName, config_.nodeName, config_.nodeName, api_.config().server,
-      api_.config().source);
+  if (podInformer_)
+    core::logger("agent")->info(
+        "node {}: watching its Node (fieldSelector metadata.name={}) and its Pods "
+        "(fieldSelector spec.nodeName={}) at {} ({})",
+        config_.nodeName, config_.nodeName, config_.nodeName, api_.config().server,
+        api_.config().source);
+  else
+    core::logger("agent")->info(
+        "node {}: watching its Node (fieldSelector metadata.name={}) at {} ({}); not its Pods "
+        "(placement.enabled is false)",
+        config_.nodeName, config_.nodeName, api_.config().server, api_.config().source);
   nodeInformer_->start();
-  podInformer_->start();
+  if (podInformer_) podInformer_->start();
   return {};
 }
 
@@ -129,14 +138,13 @@ core::Status Agent::listenHealth() {
 nlohmann::json Agent::debugPlan() const {
   if (!tracker_.current()) return nlohmann::json::object();
   nlohmann::json out = planToJson(*tracker_.current());
-  out["appliers"] =
-      appliersJson({chassis_.get(), placement_.get(), metadata_.get()}, podInformer_->hasSynced());
+  out["appliers"] = appliersJson({chassis_.get(), placement_.get(), metadata_.get()}, podsKnown());
   return out;
 }
 
 void Agent::stop() {
   nodeInformer_->stop();
-  podInformer_->stop();
+  if (podInformer_) podInformer_->stop();
   placement_->stop();
   healthServer_.stop();
   adminServer_.stop();
@@ -159,8 +167,14 @@ void Agent::updateInformerReadiness() {
     nodeDetail = nodeAbsent_;
   }
   health_.setReady("node-informer", nodeOk, nodeDetail);
+  if (!podInformer_) return;
   const auto [podOk, podDetail] = check(*podInformer_);
   health_.setReady("pod-informer", podOk, podDetail);
+}
+
+bool Agent::podsKnown() const {
+  // Without a pod informer (Placement off) there is nothing to wait for.
+  return !podInformer_ || podInformer_->hasSynced();
 }
 
 void Agent::beat() {
@@ -205,14 +219,14 @@ void Agent::onPodEvent(k8s::Informer::EventType type, const json& object) {
     }
     pods_[key] = std::move(*pod);
   }
-  if (podInformer_->hasSynced()) replan("pod");
+  if (podInformer_ && podInformer_->hasSynced()) replan("pod");
 }
 
 void Agent::replan(const char* trigger) {
   if (!node_) return;
   const auto started = std::chrono::steady_clock::now();
   PlanInputs inputs{*node_, std::nullopt};
-  if (podInformer_->hasSynced()) {
+  if (podInformer_ && podInformer_->hasSynced()) {
     inputs.pods.emplace();
     for (const auto& [key, pod] : pods_) inputs.pods->push_back(pod);
   }
@@ -223,8 +237,7 @@ void Agent::replan(const char* trigger) {
       metrics_.gauge("okna_agent_role", "1 when the node has the role", {{"role", role}})
           .set(plan.roles.roles.count(role) ? 1 : 0);
   for (const auto& listener : listeners_) listener(plan);
-  handPlan(plan, *node_, inputs.pods.has_value(),
-           {chassis_.get(), placement_.get(), metadata_.get()});
+  handPlan(plan, *node_, podsKnown(), {chassis_.get(), placement_.get(), metadata_.get()});
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   metrics_

@@ -70,6 +70,8 @@ class Agent {
   void beat();
   // /readyz for the informers, from their state: on every change and every heartbeat.
   void updateInformerReadiness();
+  /** The node's Pods are synced, or not watched at all (Placement off). */
+  bool podsKnown() const;
   // The probes' listener and, unless health.adminListen is empty, the admin one.
   core::Status listenHealth();
 

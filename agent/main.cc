@@ -99,6 +99,8 @@ int main(int argc, char** argv) {
     config.ovs.enabled = true;
     config.ovs.remote = ovsdbRemote;
   }
+  // ovs-vswitchd's run directory: next to the (final) unix: remote unless ovs.vswitchdRunDir says.
+  config.ovs.vswitchdRunDir = ovsdb::resolveVswitchdRunDir(config.ovs);
   if (auto s = core::setupLogging(config.logging); !s) {
     std::cerr << "config error: " << s.error().message << "\n";
     return 2;

@@ -86,7 +86,8 @@ void MetadataService::onSnapshot(const ovsdb::Snapshot& snapshot) {
     bridgePorts_.set(std::move(ports));
     createdPorts_.set(std::move(created));
   }
-  reconciler_.update(snapshot.sb.metadata, bridge_, bridgePorts_, createdPorts_);
+  reconciler_.update(snapshot.sb.metadata, bridge_, bridgePorts_, createdPorts_,
+                     snapshot.integrationVmIfaceIds);
 }
 
 core::Result<metadata::Plumbing::Ensured> MetadataService::ensure(

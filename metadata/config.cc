@@ -40,9 +40,9 @@ NovaConfig parseNova(const YamlField& f) {
 
 MetadataLimits parseLimits(const YamlField& f) {
   f.expectKeys({"maxConnectionsPerNamespace", "maxRequestHeaderBytes", "maxBodyBytes",
-                "maxInFlightPerNamespace", "headerTimeoutSeconds", "idleTimeoutSeconds",
-                "maxConnectionsPerClient", "maxInFlightPerClient", "busyIdleTimeoutSeconds",
-                "maxConnectionsTotal"});
+                "maxInFlightPerNamespace", "requestDeadlineSeconds", "headerTimeoutSeconds",
+                "idleTimeoutSeconds", "maxConnectionsPerClient", "maxInFlightPerClient",
+                "busyIdleTimeoutSeconds", "maxConnectionsTotal"});
   MetadataLimits l;
   if (auto v = f.get("maxConnectionsPerNamespace"))
     l.maxConnectionsPerNamespace = v->asInt(1, 100000);
@@ -50,6 +50,7 @@ MetadataLimits parseLimits(const YamlField& f) {
   if (auto v = f.get("maxRequestHeaderBytes")) l.maxRequestHeaderBytes = v->asInt(512, 1 << 20);
   if (auto v = f.get("maxBodyBytes")) l.maxBodyBytes = v->asInt(0, 64 << 20);
   if (auto v = f.get("maxInFlightPerNamespace")) l.maxInFlightPerNamespace = v->asInt(1, 100000);
+  if (auto v = f.get("requestDeadlineSeconds")) l.requestDeadline = seconds(*v, 0.001, 3600);
   if (auto v = f.get("headerTimeoutSeconds")) l.headerTimeout = seconds(*v, 0.001, 3600);
   if (auto v = f.get("idleTimeoutSeconds")) l.idleTimeout = seconds(*v, 0.001, 86400);
   if (auto v = f.get("maxConnectionsPerClient")) l.maxConnectionsPerClient = v->asInt(1, 100000);

@@ -42,6 +42,11 @@ struct MetadataLimits {
   std::int64_t maxBodyBytes = 16384;
   // Concurrent requests to Nova per namespace; further requests wait their turn (FIFO).
   std::int64_t maxInFlightPerNamespace = 16;
+  // A request is answered within this long of its arrival (its last byte read): one still
+  // waiting for a Nova slot (maxInFlightPerNamespace, maxInFlightPerClient) then gets 503, and
+  // one sent to Nova gets what is left of it (at most nova.timeout; 504 when it runs out).
+  // Below cloud-init's own 10 s per-request timeout, so that a VM gets an answer it retries on.
+  std::chrono::milliseconds requestDeadline{9000};
   // From the first byte of a request to its last header byte; also the time a new connection
   // has to send its first byte.
   std::chrono::milliseconds headerTimeout{10000};

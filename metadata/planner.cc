@@ -73,6 +73,11 @@ std::string vethNameFor(const std::string& networkId, int end) {
 }
 
 MetadataPlan planMetadata(const ovsdb::SbMetadataView& view, bool ipv6) {
+  return planMetadata(view, ipv6, LocalEvidence{});
+}
+
+MetadataPlan planMetadata(const ovsdb::SbMetadataView& view, bool ipv6,
+                          const LocalEvidence& local) {
   MetadataPlan plan;
   plan.rows = view.rows;
   plan.synced = view.enabled && view.synced;
@@ -149,16 +154,83 @@ MetadataPlan planMetadata(const ovsdb::SbMetadataView& view, bool ipv6) {
     plan.networks[networkId] = std::make_shared<const NetworkPlan>(std::move(n));
   }
 
+  bool anyBoundHere = false;
   for (const auto& p : plan.rows->ports) {
     if (!isVif(p) || !(p.onChassis || p.onAdditional)) continue;
+    anyBoundHere = true;
     const auto net = networkOfDatapath.find(p.datapath);
     if (net == networkOfDatapath.end() || !plan.networks.count(net->second)) continue;
-    const auto tokens = splitSpaces(p.mac0);
-    if (tokens.empty()) continue;
-    auto& byKey = plan.index[net->second];
-    for (std::size_t i = 1; i < tokens.size(); ++i) byKey[tokens[i]].push_back(&p);
-    // IPv6 metadata: the client's address is its link-local one, derived from the MAC.
-    if (isMac(tokens[0])) byKey[macIndexKey(tokens[0])].push_back(&p);
+    plan.vms[net->second].push_back(&p);
+  }
+
+  const std::set<std::string>& vmIfaces = *local.vmIfaceIds;
+  // The Southbound says no VM is here, br-int says some are: emptied or replaced, not yet
+  // rebuilt by ovn-northd and re-claimed by ovn-controller.
+  if (plan.synced && !anyBoundHere && !vmIfaces.empty()) {
+    plan.synced = false;
+    std::string ids;
+    std::size_t shown = 0;
+    for (const auto& id : vmIfaces) {
+      if (shown++ == 3) {
+        ids += ", ...";
+        break;
+      }
+      ids += (ids.empty() ? "" : ", ") + core::escapeForLog(id, 80);
+    }
+    plan.notSyncedReason =
+        "no VM port is bound to this chassis in the Southbound, but " +
+        std::to_string(vmIfaces.size()) + " VM interface(s) are on " + local.bridge +
+        " (iface-id " + ids +
+        "): the Southbound was emptied or replaced; nothing is removed until ovn-northd and "
+        "ovn-controller have restored the bindings";
+  }
+
+  // The previous plan's VM ports the view lost (no row at all) whose interface is still here.
+  if (local.previous) {
+    std::set<std::string> inView;
+    for (const auto& p : plan.rows->ports) inView.insert(p.logicalPort);
+    std::set<std::string> networksInView;
+    for (const auto& [dp, id] : networkOfDatapath) networksInView.insert(id);
+    std::vector<std::pair<std::string, const ovsdb::SbPort*>> carry;
+    for (const auto& [id, ports] : local.previous->vms) {
+      const auto before = local.previous->networks.find(id);
+      if (before == local.previous->networks.end()) continue;
+      // In the view but not planned (its metadata port broken): the Southbound says so.
+      if (networksInView.count(id) && !plan.networks.count(id)) continue;
+      for (const ovsdb::SbPort* p : ports)
+        if (!inView.count(p->logicalPort) && vmIfaces.count(p->logicalPort))
+          carry.emplace_back(id, p);
+    }
+    if (!carry.empty()) {
+      auto kept = std::make_shared<std::vector<ovsdb::SbPort>>();
+      kept->reserve(carry.size());  // the index points into it: no reallocation
+      std::map<std::string, std::string> lostPorts;
+      for (const auto& [id, p] : carry) {
+        kept->push_back(*p);
+        plan.vms[id].push_back(&kept->back());
+        auto& names = lostPorts[id];
+        names += (names.empty() ? "" : ", ") + core::escapeForLog(p->logicalPort, 80);
+      }
+      for (const auto& [id, names] : lostPorts) {
+        const bool whole = !plan.networks.count(id);
+        if (whole) plan.networks[id] = local.previous->networks.at(id);
+        plan.lost[id] = (whole ? "kept " : "") + namespaceNameFor(id) + ": VM port(s) " + names +
+                        " still on " + local.bridge + " but not in the Southbound" +
+                        (whole ? "" : "; served from the last view");
+      }
+      plan.carriedPorts = std::move(kept);
+    }
+  }
+
+  for (const auto& [id, ports] : plan.vms) {
+    for (const ovsdb::SbPort* p : ports) {
+      const auto tokens = splitSpaces(p->mac0);
+      if (tokens.empty()) continue;
+      auto& byKey = plan.index[id];
+      for (std::size_t i = 1; i < tokens.size(); ++i) byKey[tokens[i]].push_back(p);
+      // IPv6 metadata: the client's address is its link-local one, derived from the MAC.
+      if (isMac(tokens[0])) byKey[macIndexKey(tokens[0])].push_back(p);
+    }
   }
   return plan;
 }

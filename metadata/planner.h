@@ -13,9 +13,21 @@
 //     a warning), as Neutron tears it down;
 //   - client IP -> port: the VIFs of the network bound here whose mac[0] lists that IP. Only
 //     local VIFs can reach the localport, so a spoofed IP of a remote VM finds nothing.
+//
+// What it adds (issue 27): the Southbound's silence is not proof that a VM left. An emptied
+// Southbound, one restored from an older backup, ovn-northd resyncing from a restored
+// Northbound all drop Port_Bindings of VMs that still run here. With the local evidence
+// (LocalEvidence: the VM interfaces on br-int, the previous plan):
+//   - a VM port the previous plan served whose Port_Binding is gone from the view (no row at
+//     all: a row bound elsewhere is proof it moved) while an interface on br-int still carries
+//     its iface-id is carried over, with its last values, and its network with it: the
+//     namespace goes only once the view has no VM of it AND br-int has none of its interfaces;
+//   - a synced view with no VM port bound to this chassis while br-int has VM interfaces is not
+//     synced (nothing is removed, nor pruned, until the bindings are back).
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,7 +56,8 @@ struct NetworkPlan {
 };
 
 struct MetadataPlan {
-  // False while the Southbound view is not complete: then nothing may be torn down.
+  // False while the Southbound view is not complete, or says no VM is bound here while br-int
+  // has VM interfaces: then nothing may be torn down.
   bool synced = false;
   std::string notSyncedReason;
   // By network id. Shared: a network set up keeps the plan it was set up from, and a new plan
@@ -55,10 +68,32 @@ struct MetadataPlan {
   // network id -> client IP (and macIndexKey(MAC)) -> the bound VIFs listing it (one expected),
   // rows of `rows`: a VM with an IPv4, an IPv6 and a MAC key is not copied three times.
   std::map<std::string, std::map<std::string, std::vector<const ovsdb::SbPort*>>> index;
+  // network id -> its VM ports (VIFs bound here or migrating here, and those carried over):
+  // rows of `rows` or of `carriedPorts`. What the next plan judges removal by.
+  std::map<std::string, std::vector<const ovsdb::SbPort*>> vms;
+  // VM ports of the previous plan gone from the view while their interface is still on br-int,
+  // with their last values (shared, never changed in place).
+  std::shared_ptr<const std::vector<ovsdb::SbPort>> carriedPorts;
+  // network id -> what the Southbound lost of it that br-int still has ("kept ovnmeta-<id>:
+  // ..."), for /readyz: metadata is not ok while the view lacks VMs that are here.
+  std::map<std::string, std::string> lost;
   std::vector<std::string> warnings;
 };
 
+/** What the planner judges the Southbound's silence by: the local Open_vSwitch database. */
+struct LocalEvidence {
+  // external_ids:iface-id of the VM interfaces on the integration bridge
+  // (ovsdb::vmIfaceIdsOf: os-vif's iface-id with attached-mac).
+  core::SharedValue<std::set<std::string>> vmIfaceIds;
+  // The plan before this one (its networks and the VM ports each served); nullptr: none.
+  const MetadataPlan* previous = nullptr;
+  // The integration bridge's name, for the texts.
+  std::string bridge = "br-int";
+};
+
+/** The Southbound view alone: what the view says, nothing carried over (the dry run, tests). */
 MetadataPlan planMetadata(const ovsdb::SbMetadataView& view, bool ipv6);
+MetadataPlan planMetadata(const ovsdb::SbMetadataView& view, bool ipv6, const LocalEvidence& local);
 
 /** The index key of a VIF's MAC (IPv6 clients are found by the MAC of their EUI-64 address). */
 std::string macIndexKey(const std::string& mac);

@@ -94,7 +94,8 @@ void Reconciler::setActive(bool active) {
 
 void Reconciler::update(const ovsdb::SbMetadataView& view, const std::string& integrationBridge,
                         const core::SharedValue<std::set<std::string>>& bridgePorts,
-                        const core::SharedValue<std::set<std::string>>& createdPorts) {
+                        const core::SharedValue<std::set<std::string>>& createdPorts,
+                        const core::SharedValue<std::set<std::string>>& vmIfaceIds) {
   if (!*alive_) return;
   const std::string bridge = integrationBridge.empty() ? "br-int" : integrationBridge;
   if (bridge != bridge_) {
@@ -114,13 +115,19 @@ void Reconciler::update(const ovsdb::SbMetadataView& view, const std::string& in
     healthDirty_ = true;
   }
   if (!verifyScheduled_) scheduleVerify();
+  // A VM interface leaving br-int may be what proves a network gone (planner.h).
+  const bool vmsChanged = vmIfaceIds != vmIfaceIds_;
+  vmIfaceIds_ = vmIfaceIds;
   const bool synced = view.enabled && view.synced;
-  if (view.version != viewVersion_ || synced != viewSynced_ ||
-      view.notSyncedReason != plan_.notSyncedReason) {
-    if (synced && !viewSynced_) prunedThisSync_ = false;
+  if (view.version != viewVersion_ || synced != viewSynced_ || vmsChanged ||
+      view.notSyncedReason != viewNotSyncedReason_) {
     viewVersion_ = view.version;
     viewSynced_ = synced;
-    plan_ = planMetadata(view, options_.ipv6);
+    viewNotSyncedReason_ = view.notSyncedReason;
+    MetadataPlan next = planMetadata(view, options_.ipv6, {vmIfaceIds_, &plan_, bridge_});
+    // Strays are judged again once the plan is synced again (a reconnect, or the bindings back).
+    if (next.synced && !plan_.synced) prunedThisSync_ = false;
+    plan_ = std::move(next);
     // A network's plan unchanged since it was set up: keep the one object.
     for (auto& [id, planned] : plan_.networks)
       if (const auto it = networks_.find(id);
@@ -365,7 +372,8 @@ void Reconciler::startRemove(const std::string& networkId, const std::string& na
   st.applied.reset();
   portsDirty_ = healthDirty_ = true;
   core::logger(kComponent)
-      ->info("network {}: no VM port bound here any more; removing {}", networkId, namespaceName);
+      ->info("network {}: no VM port bound here any more, nor on {}; removing {}", networkId,
+             bridge_, namespaceName);
   runOnWorker_([this, alive = alive_, networkId, namespaceName] {
     auto status = plumbing_.remove(namespaceName);
     boost::asio::post(io_, [this, alive, networkId, namespaceName, status]() {
@@ -488,6 +496,8 @@ nlohmann::json Reconciler::debugJson() const {
                                {"state", what},
                                {"error", state.lastError},
                                {"vmAddresses", vms}});
+    if (const auto lost = plan_.lost.find(id); lost != plan_.lost.end())
+      out["networks"].back()["lost"] = lost->second;
   }
   for (const auto& [id, network] : plan_.networks)
     if (!networks_.count(id))
@@ -526,6 +536,18 @@ void Reconciler::updateHealth() {
   if (!active_) return;
   if (!plan_.synced) {
     health_.setReady(kComponent, false, plan_.notSyncedReason);
+  } else if (!plan_.lost.empty()) {
+    // Kept and served from the last view, but the Southbound does not have them: not ok.
+    std::string detail = "the Southbound lost VM ports that are still on " + bridge_ + ":";
+    std::size_t shown = 0;
+    for (const auto& [id, what] : plan_.lost) {
+      if (shown++ == 5) {
+        detail += " (" + std::to_string(plan_.lost.size() - 5) + " more)";
+        break;
+      }
+      detail += " " + what + ";";
+    }
+    health_.setReady(kComponent, false, detail);
   } else if (ready < plan_.networks.size()) {
     std::string detail = std::to_string(ready) + "/" + std::to_string(plan_.networks.size()) +
                          " networks serving; not yet:";

@@ -10,9 +10,13 @@
 // into the integration bridge (through the IDL thread). A network that no longer needs metadata
 // loses its listeners, its OVS port and its namespace. Nothing is torn down while the Southbound
 // view is not synced; on the first synced view (start-up, and again after each SB reconnect)
-// every ovnmeta-* namespace the plan does not want is removed.
+// every ovnmeta-* namespace the plan does not want is removed. "No longer needs" is proven, not
+// inferred from the Southbound's silence: each plan is made from the view, the previous plan
+// and the VM interfaces on br-int (planner.h, LocalEvidence), so a network whose VM ports the
+// Southbound lost while their interfaces are still on br-int is kept, and served as before.
 //
-// Readiness component "metadata": the view synced and every planned network serving.
+// Readiness component "metadata": the view synced, nothing the Southbound lost is still on
+// br-int, and every planned network serving.
 // Metrics: okna_metadata_namespaces{state=wanted|ready}, okna_metadata_plumbing_total{op,result}.
 
 #include <boost/asio/io_context.hpp>
@@ -130,13 +134,17 @@ class Reconciler {
    *  snapshot; shared, so that an unchanged set costs no comparison). A network serves once
    *  its port is created: in the database alone, no packet reaches it yet (during a cold start
    *  with 1,000 networks ovs-vswitchd creates the ports seconds after they are written). */
+  /** `vmIfaceIds`: the iface-ids of the VM interfaces on that bridge
+   *  (ovsdb::vmIfaceIdsOf), what the planner judges the Southbound's silence by. */
   void update(const ovsdb::SbMetadataView& view, const std::string& integrationBridge,
               const core::SharedValue<std::set<std::string>>& bridgePorts,
-              const core::SharedValue<std::set<std::string>>& createdPorts);
-  /** The same, every port in the database taken as created (tests without ovs-vswitchd). */
+              const core::SharedValue<std::set<std::string>>& createdPorts,
+              const core::SharedValue<std::set<std::string>>& vmIfaceIds = {});
+  /** The same, every port in the database taken as created and no VM interface on the bridge
+   *  (tests without ovs-vswitchd). */
   void update(const ovsdb::SbMetadataView& view, const std::string& integrationBridge,
               const core::SharedValue<std::set<std::string>>& bridgePorts) {
-    update(view, integrationBridge, bridgePorts, bridgePorts);
+    update(view, integrationBridge, bridgePorts, bridgePorts, {});
   }
   void stop();
   /** Called with the number of networks set up, when a burst of at least
@@ -158,7 +166,8 @@ class Reconciler {
   /** Networks serving: namespace and listeners up as planned, and the port on the bridge. */
   std::set<std::string> readyNetworks() const;
   /** For /debug/plan: {"southbound": "synced"|reason, "networks": [{"network", "namespace",
-   *  "state": "serving"|"setting up"|"error"|"removing", "error", "vmAddresses"}]}. */
+   *  "state": "serving"|"setting up"|"error"|"removing", "error", "vmAddresses",
+   *  "lost": what the Southbound lost of it that br-int still has}]}. */
   nlohmann::json debugJson() const;
 
  private:
@@ -221,9 +230,11 @@ class Reconciler {
   std::string bridge_ = "br-int";
   core::SharedValue<std::set<std::string>> bridgePorts_;
   core::SharedValue<std::set<std::string>> createdPorts_;
+  core::SharedValue<std::set<std::string>> vmIfaceIds_;
   MetadataPlan plan_;
   std::uint64_t viewVersion_ = ~0ULL;
   bool viewSynced_ = false;
+  std::string viewNotSyncedReason_;
   // Strays are pruned once per synced period (start-up, each SB reconnect).
   bool prunedThisSync_ = false;
   std::map<std::string, NetworkState> networks_;

@@ -81,12 +81,19 @@ struct Listener {
   unsigned failures = 0;
 };
 
+// A request waiting for a Nova slot. A request answered 503 at its deadline leaves its entry
+// behind (skipped later): the ticket tells it from the connection's next queued request.
+struct Waiting {
+  std::weak_ptr<Connection> connection;
+  std::uint64_t ticket = 0;
+};
+
 // One client address of a network (a VM): its share of the network's limits.
 struct Client {
   std::size_t connections = 0;
   std::size_t inFlight = 0;
   // Its requests waiting for one of its own in-flight slots, in order.
-  std::deque<std::weak_ptr<Connection>> waiting;
+  std::deque<Waiting> waiting;
 };
 
 struct Network {
@@ -97,7 +104,7 @@ struct Network {
   std::size_t inFlight = 0;
   // Connections whose request waits for a free Nova slot (maxInFlightPerNamespace), in order.
   // Each already holds its client's slot.
-  std::deque<std::weak_ptr<Connection>> waiting;
+  std::deque<Waiting> waiting;
   std::array<core::LogThrottle, static_cast<std::size_t>(VmLog::Count)> logs;
   bool removed = false;
 
@@ -147,7 +154,9 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
         listenersGauge(registry.gauge("okna_metadata_listeners", "Listening sockets")),
         sweepTimer(ioContext),
         // Timeouts are enforced to within a quarter of the shortest one (at most 250 ms late).
-        sweepInterval(std::clamp(std::min(cfg.limits.headerTimeout, cfg.limits.idleTimeout) / 4,
+        sweepInterval(std::clamp(std::min({cfg.limits.headerTimeout, cfg.limits.idleTimeout,
+                                           cfg.limits.requestDeadline}) /
+                                     4,
                                  std::chrono::milliseconds(5), std::chrono::milliseconds(250))) {
     for (const char* reason : {"connect", "timeout", "status", "transport"}) {
       novaErrors[reason] =
@@ -215,8 +224,10 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
   void sweep();
   void closeNetwork(Network& net);
   // A request is ready: it takes its client's slot, then the network's, waiting in order for
-  // each; then it goes to Nova.
+  // each (at most until its deadline); then it goes to Nova.
   void admit(Network& net, const std::shared_ptr<Connection>& c);
+  // The next request of `queue` still waiting for that slot (null: none).
+  static std::shared_ptr<Connection> nextWaiting(std::deque<Waiting>& queue);
   void releaseSlot(Network& net);
   void releaseClientSlot(Network& net, const std::string& clientIp);
 
@@ -245,6 +256,10 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
   std::unordered_map<std::string, std::shared_ptr<Network>> networks;
   asio::steady_timer sweepTimer;
   std::chrono::milliseconds sweepInterval;
+  // A request with less than this left of its deadline is answered 503 rather than sent to Nova:
+  // 250 ms (a quarter of the deadline when that is shorter).
+  std::chrono::milliseconds minNovaBudget = std::min<std::chrono::milliseconds>(
+      std::chrono::milliseconds(250), config.limits.requestDeadline / 4);
   bool sweeping = false;
   bool stopped = false;
 };
@@ -311,9 +326,46 @@ class Connection : public std::enable_shared_from_this<Connection> {
   /** Its request took one of its client's in-flight slots (Impl::admit). */
   void holdClientSlot() { holdsClientSlot_ = true; }
 
-  /** Called when a Nova slot is free for this connection's queued request. */
-  void sendToNova() {
-    if (closed_) return;
+  /** Its request waits for a slot until its deadline (the sweep answers 503 then); returns
+   *  the ticket of its queue entry. */
+  std::uint64_t enqueue() {
+    queued_ = true;
+    deadline_ = answerBy_;
+    return ++ticket_;
+  }
+  /** Whether the queue entry `ticket` is this connection's request still waiting; if so, it
+   *  leaves the queue. */
+  bool dequeue(std::uint64_t ticket) {
+    if (closed_ || !queued_ || ticket != ticket_) return false;
+    queued_ = false;
+    deadline_ = Clock::now() + std::chrono::hours(24);
+    return true;
+  }
+  bool queued() const { return queued_ && !closed_; }
+
+  /** Its deadline passed while it waited for a slot: 503 (Impl::sweep). */
+  void expireInQueue() {
+    if (!queued()) return;
+    queued_ = false;
+    deadline_ = Clock::now() + std::chrono::hours(24);
+    answerLate();
+  }
+
+  /** Called when a Nova slot is free for this connection's request; false when the request
+   *  cannot use it: the connection closed, or too little is left of its deadline for Nova to
+   *  answer (Impl::minNovaBudget; it is answered 503, and a hung Nova gets no more requests
+   *  doomed to time out). */
+  bool sendToNova() {
+    if (closed_) return false;
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(answerBy_ - Clock::now());
+    if (left < server_->minNovaBudget) {
+      answerLate();
+      return false;
+    }
+    // Nova gets what is left of the deadline: the VM is answered (504) before it gives up.
+    novaRequest_.totalTimeout = std::min(novaRequest_.totalTimeout, left);
+    novaRequest_.connectTimeout = std::min(novaRequest_.connectTimeout, left);
     holdsSlot_ = true;
     ++net_->inFlight;
     core::HttpCallbacks callbacks;
@@ -321,6 +373,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       if (auto self = weak.lock()) self->onNova(std::move(result));
     };
     upstream_ = server_->http.send(std::move(novaRequest_), std::move(callbacks));
+    return true;
   }
 
  private:
@@ -420,8 +473,27 @@ class Connection : public std::enable_shared_from_this<Connection> {
     respond(errorResponse(status), 11, false, {}, {});
   }
 
+  // No Nova slot came within the request's deadline: 503, so that the VM retries while it
+  // still waits (cloud-init gives up after 10 s), never a late answer.
+  void answerLate() {
+    if (holdsClientSlot_) {
+      holdsClientSlot_ = false;
+      server_->releaseClientSlot(*net_, clientIp_);
+    }
+    const auto& limits = server_->config.limits;
+    server_->vmLog(*net_, VmLog::Nova, spdlog::level::warn,
+                   "network {} instance {} client {} {}: no Nova slot within the {} ms deadline "
+                   "(metadata.limits.requestDeadlineSeconds; {} requests per network, {} per VM "
+                   "address in flight), answering 503",
+                   net_->id, instanceId_, clientIp_, core::escapeForLog(path_),
+                   limits.requestDeadline.count(), limits.maxInFlightPerNamespace,
+                   limits.maxInFlightPerClient);
+    respond(errorResponse(503), version_, keepAlive_, instanceId_, path_);
+  }
+
   void handleRequest() {
     started_ = Clock::now();
+    answerBy_ = started_ + server_->config.limits.requestDeadline;
     // Nova may take its time; the HttpClient's timeout bounds it, not ours.
     deadline_ = Clock::now() + std::chrono::hours(24);
     const int version = request_.version;
@@ -567,6 +639,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool closeAfterWrite_ = false;
   bool holdsSlot_ = false;
   bool holdsClientSlot_ = false;
+  // The request waits in its client's or its network's queue (Impl::admit), under ticket_.
+  bool queued_ = false;
+  std::uint64_t ticket_ = 0;
+  // When the request must be answered: its arrival + limits.requestDeadline.
+  Clock::time_point answerBy_{};
   // Waiting for a request's first byte (Impl::sweep closes it sooner when the network is busy).
   bool idle_ = false;
   Clock::time_point idleSince_{};
@@ -603,6 +680,12 @@ void MetadataServer::Impl::sweep() {
     }
   }
   for (const auto& [id, c] : due) {
+    // A request still waiting for a Nova slot at its deadline is answered; anything else that
+    // is due (header, idle, write timeouts) is cut.
+    if (c->queued()) {
+      c->expireInQueue();
+      continue;
+    }
     log->debug("network {} client {}: connection timed out, closing", id, c->clientIp());
     c->close();
   }
@@ -613,27 +696,36 @@ void MetadataServer::Impl::sweep() {
 void MetadataServer::Impl::admit(Network& net, const std::shared_ptr<Connection>& c) {
   Client& client = net.clients[c->clientIp()];
   if (client.inFlight >= static_cast<std::size_t>(config.limits.maxInFlightPerClient)) {
-    client.waiting.push_back(c);
+    client.waiting.push_back({c, c->enqueue()});
+    ensureSweep();
     return;
   }
   ++client.inFlight;
   c->holdClientSlot();
   if (net.inFlight >= static_cast<std::size_t>(config.limits.maxInFlightPerNamespace)) {
-    net.waiting.push_back(c);
+    net.waiting.push_back({c, c->enqueue()});
+    ensureSweep();
     return;
   }
   c->sendToNova();
 }
 
+std::shared_ptr<Connection> MetadataServer::Impl::nextWaiting(std::deque<Waiting>& queue) {
+  while (!queue.empty()) {
+    Waiting next = std::move(queue.front());
+    queue.pop_front();
+    auto c = next.connection.lock();
+    if (c && c->dequeue(next.ticket)) return c;
+  }
+  return nullptr;
+}
+
 void MetadataServer::Impl::releaseSlot(Network& net) {
   if (net.inFlight > 0) --net.inFlight;
-  while (!net.waiting.empty()) {
-    auto next = net.waiting.front().lock();
-    net.waiting.pop_front();
-    if (next) {
-      next->sendToNova();
-      return;
-    }
+  // A request past its deadline is answered 503 and leaves the slot to the one behind it.
+  while (net.inFlight < static_cast<std::size_t>(config.limits.maxInFlightPerNamespace)) {
+    auto next = nextWaiting(net.waiting);
+    if (!next || next->sendToNova()) return;
   }
 }
 
@@ -642,11 +734,7 @@ void MetadataServer::Impl::releaseClientSlot(Network& net, const std::string& cl
   if (it == net.clients.end()) return;
   Client& client = it->second;
   if (client.inFlight > 0) --client.inFlight;
-  while (!client.waiting.empty()) {
-    auto next = client.waiting.front().lock();
-    client.waiting.pop_front();
-    if (next) return admit(net, next);
-  }
+  if (auto next = nextWaiting(client.waiting)) admit(net, next);
 }
 
 void MetadataServer::Impl::accept(const std::shared_ptr<Network>& net, Listener& listener) {

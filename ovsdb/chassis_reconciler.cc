@@ -19,6 +19,16 @@ namespace {
 constexpr const char* kComponent = "ovsdb";
 constexpr const char* kTxnMetric = "okna_ovsdb_transactions_total";
 constexpr const char* kTxnHelp = "OVSDB transactions of the chassis configuration, by result";
+constexpr const char* kReconnectsMetric = "okna_ovsdb_reconnects_total";
+constexpr const char* kReconnectsHelp =
+    "Connections re-established after a loss, by database (db: Open_vSwitch, the local OVSDB; "
+    "OVN_Southbound)";
+constexpr const char* kLossesMetric = "okna_ovsdb_connection_losses_total";
+constexpr const char* kLossesHelp =
+    "Connections lost (each outage once, however many reconnection attempts fail), by database "
+    "(db: Open_vSwitch, the local OVSDB; OVN_Southbound)";
+constexpr const char* kLocalDb = "Open_vSwitch";
+constexpr const char* kSouthboundDb = "OVN_Southbound";
 
 std::string join(const std::vector<std::string>& items, const std::string& separator = ",") {
   std::string out;
@@ -78,7 +88,10 @@ ChassisReconciler::ChassisReconciler(boost::asio::io_context& io, OvsConfig conf
       ownedClock_(clock ? nullptr : std::make_unique<core::AsioClock>(io)),
       clock_(clock ? clock : ownedClock_.get()),
       stateFile_(config_.stateFile),
-      drainTimer_(clock_->makeTimer()) {
+      drainTimer_(clock_->makeTimer()),
+      vswitchdTimer_(clock_->makeTimer()) {
+  if (const std::string runDir = config_.vswitchdRunDir.value_or(""); !runDir.empty())
+    vswitchdProbe_ = std::make_unique<UnixctlVswitchdProbe>(runDir);
   fileCopy_ = stateFile_.load();
   if (fileCopy_.state == OwnershipCopy::State::Unreadable)
     core::logger(kComponent)
@@ -91,13 +104,18 @@ ChassisReconciler::ChassisReconciler(boost::asio::io_context& io, OvsConfig conf
   health_.setReady(kComponent, false, "waiting for the Node");
   for (const char* result : {"success", "unchanged", "conflict", "error"})
     metrics_.counter(kTxnMetric, kTxnHelp, {{"result", result}});
-  metrics_.counter("okna_ovsdb_reconnects_total", "Reconnections to the local OVSDB");
+  for (const char* db : {kLocalDb, kSouthboundDb}) {
+    metrics_.counter(kReconnectsMetric, kReconnectsHelp, {{"db", db}});
+    metrics_.counter(kLossesMetric, kLossesHelp, {{"db", db}});
+  }
   metrics_.gauge("okna_ovsdb_failed_interfaces",
                  "Bridges and ports of the agent that ovs-vswitchd failed to create");
   metrics_.gauge("okna_ovsdb_ownership_lost",
                  "1 while the record of what the agent wrote to OVSDB is lost with no copy "
                  "(annotate the Node chassis.openkeel.io/adopt-ownership)");
   metrics_.gauge("okna_ovsdb_connected", "1 while connected to the local OVSDB");
+  metrics_.gauge("okna_ovsdb_vswitchd_running",
+                 "1 while ovs-vswitchd answers on its unixctl socket (absent: not checked)");
   metrics_.gauge("okna_ovsdb_gateway_draining", "1 while a planned gateway failover waits");
   metrics_.gauge("okna_ovsdb_gateway_ports",
                  "chassisredirect ports bound to this chassis in the Southbound DB");
@@ -138,6 +156,7 @@ ChassisReconciler::~ChassisReconciler() {
 void ChassisReconciler::stop() {
   *alive_ = false;
   drainTimer_->cancel();
+  vswitchdTimer_->cancel();
   thread_->stop();
 }
 
@@ -168,6 +187,7 @@ void ChassisReconciler::update(const k8s::NodeInfo& node, const DesiredChassis& 
   if (generation_ == 0 && !submitted_) {
     health_.setReady(kComponent, false, "connecting to " + config_.remote);
     thread_->start();
+    checkVswitchd();
   }
   evaluateDrain();
   submit();
@@ -263,6 +283,26 @@ void ChassisReconciler::reportOwnership() {
   reportedLost_ = lost;
 }
 
+void ChassisReconciler::checkVswitchd() {
+  if (!vswitchdProbe_ || !*alive_) return;
+  VswitchdStatus now = vswitchdProbe_->check();
+  auto log = core::logger(kComponent);
+  if (!now.running && (!vswitchd_ || vswitchd_->running))
+    log->error(
+        "ovs-vswitchd is not running ({}): the datapath does not follow OVSDB, whose ports and "
+        "ofport values are stale; not ready until it answers",
+        now.detail);
+  else if (now.running && vswitchd_ && !vswitchd_->running)
+    log->info("ovs-vswitchd is running again ({})", now.detail);
+  metrics_.gauge("okna_ovsdb_vswitchd_running", "").set(now.running ? 1 : 0);
+  const bool changed = !vswitchd_ || *vswitchd_ != now;
+  vswitchd_ = std::move(now);
+  if (changed) updateHealth();
+  vswitchdTimer_->waitUntil(clock_->now() + config_.vswitchdCheckInterval, [this, alive = alive_] {
+    if (*alive) checkVswitchd();
+  });
+}
+
 void ChassisReconciler::updateHealth() {
   if (!snapshot_) return;
   const Snapshot& s = *snapshot_;
@@ -288,6 +328,10 @@ void ChassisReconciler::updateHealth() {
             connectionProblem(config_.remote, why, s.tlsError, config_.ssl.configured()) + ")");
   } else if (!s.ovs->hasRoot) {
     health_.setReady(kComponent, false, "the Open_vSwitch table has no row (ovs-vsctl init)");
+  } else if (vswitchd_ && !vswitchd_->running) {
+    health_.setReady(kComponent, false,
+                     "ovs-vswitchd is not running (" + vswitchd_->detail +
+                         "): the datapath does not follow OVSDB");
   } else if (!ready_) {
     health_.setReady(kComponent, false,
                      "applying the first desired state" +
@@ -369,6 +413,9 @@ nlohmann::json ChassisReconciler::debugJson() const {
   out["externalNicRefused"] =
       refusedNic_.empty() ? nlohmann::json(nullptr) : nlohmann::json(refusedNic_);
   out["failedInterfaces"] = failedInterfaces_;
+  out["vswitchd"] =
+      vswitchd_ ? nlohmann::json{{"running", vswitchd_->running}, {"detail", vswitchd_->detail}}
+                : nlohmann::json(nullptr);
   out["submittedGeneration"] = generation_;
   out["convergedGeneration"] = snapshot_ ? snapshot_->convergedGeneration : 0;
   return out;
@@ -481,9 +528,17 @@ void ChassisReconciler::updateMetrics(const Snapshot& previous, const Snapshot& 
   add("unchanged", previous.stats.unchanged, s.stats.unchanged);
   add("conflict", previous.stats.conflicts, s.stats.conflicts);
   add("error", previous.stats.errors, s.stats.errors);
-  if (s.stats.reconnects > previous.stats.reconnects)
-    metrics_.counter("okna_ovsdb_reconnects_total", "")
-        .inc(static_cast<double>(s.stats.reconnects - previous.stats.reconnects));
+  const auto count = [&](const char* metric, const char* help, const char* db, std::uint64_t before,
+                         std::uint64_t now) {
+    if (now > before)
+      metrics_.counter(metric, help, {{"db", db}}).inc(static_cast<double>(now - before));
+  };
+  count(kReconnectsMetric, kReconnectsHelp, kLocalDb, previous.stats.reconnects,
+        s.stats.reconnects);
+  count(kLossesMetric, kLossesHelp, kLocalDb, previous.stats.losses, s.stats.losses);
+  count(kReconnectsMetric, kReconnectsHelp, kSouthboundDb, previous.stats.sbReconnects,
+        s.stats.sbReconnects);
+  count(kLossesMetric, kLossesHelp, kSouthboundDb, previous.stats.sbLosses, s.stats.sbLosses);
   metrics_.gauge("okna_ovsdb_ownership_lost",
                  "1 while the record of what the agent wrote to OVSDB is lost with no copy "
                  "(annotate the Node chassis.openkeel.io/adopt-ownership)");

@@ -24,9 +24,13 @@
 // okna_ovsdb_ownership_lost gauge and the readiness detail say so until the operator answers
 // with the annotation chassis.openkeel.io/adopt-ownership (true | none).
 //
-// Readiness component "ovsdb": connected and the first desired state applied.
+// Readiness component "ovsdb": connected, the first desired state applied, and ovs-vswitchd
+// answering on its unixctl socket (OvsConfig::vswitchdRunDir, vswitchd_probe.h; checked every
+// OvsConfig::vswitchdCheckInterval): a dead ovs-vswitchd leaves OVSDB looking configured.
+// Gauge okna_ovsdb_vswitchd_running; its loss and return are logged once each.
 // Metrics: okna_ovsdb_transactions_total{result=success|unchanged|conflict|error},
-// okna_ovsdb_reconnects_total, okna_ovsdb_connected, okna_ovsdb_gateway_ports,
+// okna_ovsdb_reconnects_total{db} and okna_ovsdb_connection_losses_total{db} (db: Open_vSwitch,
+// the local OVSDB, or OVN_Southbound), okna_ovsdb_connected, okna_ovsdb_gateway_ports,
 // okna_ovsdb_failed_interfaces (the agent's bridges and ports ovs-vswitchd failed to create:
 // also a Warning Event OvsInterfaceFailed and "not ready" with the error).
 
@@ -50,6 +54,7 @@
 #include "ovsdb/idl_thread.h"
 #include "ovsdb/ovsdb_applier.h"
 #include "ovsdb/ownership_state_file.h"
+#include "ovsdb/vswitchd_probe.h"
 
 namespace okna::core {
 class HealthRegistry;
@@ -82,6 +87,9 @@ class ChassisReconciler {
 
   /** Where the external NIC's safety check reads the host (default: LinuxHostNics). */
   void setHostNics(std::unique_ptr<HostNics> nics) { hostNics_ = std::move(nics); }
+  /** How ovs-vswitchd is checked (default: UnixctlVswitchdProbe of OvsConfig::vswitchdRunDir
+   *  when that is set and not empty; null: no check). Before the first update(). */
+  void setVswitchdProbe(std::unique_ptr<VswitchdProbe> probe) { vswitchdProbe_ = std::move(probe); }
 
   /** Called on the loop with every new snapshot, after this reconciler handled it. */
   using SnapshotListener = std::function<void(const Snapshot&)>;
@@ -99,7 +107,8 @@ class ChassisReconciler {
   const std::optional<DesiredChassis>& planned() const { return planned_; }
   /** What this applier does about the plan, for /debug/plan: {"connected", "ready",
    *  "drain": {"inProgress", "since", "deadline", "gatewayPorts", "holdingOwned"},
-   *  "externalNicRefused", "failedInterfaces", "submittedGeneration", "convergedGeneration"}. */
+   *  "externalNicRefused", "failedInterfaces", "vswitchd": {"running", "detail"} (null: not
+   *  checked), "submittedGeneration", "convergedGeneration"}. */
   nlohmann::json debugJson() const;
   bool draining() const { return drain_.since != 0; }
   /** The generation of the last desired state sent to the IDL thread (0: none yet). */
@@ -111,6 +120,7 @@ class ChassisReconciler {
   void mirrorOwnership();
   void reportOwnership();
   void updateHealth();
+  void checkVswitchd();
   void evaluateDrain();
   void armDrainTimer(std::int64_t now);
   void reportDrain(const GatewayDrainStep& step, const Snapshot& s);
@@ -156,6 +166,10 @@ class ChassisReconciler {
   GatewayDrainState drain_;
   std::vector<std::string> reportedGatewayPorts_;
   SnapshotListener listener_;
+  // ovs-vswitchd's liveness: the probe, its timer and its last answer (nullopt: not checked).
+  std::unique_ptr<VswitchdProbe> vswitchdProbe_;
+  std::unique_ptr<core::Timer> vswitchdTimer_;
+  std::optional<VswitchdStatus> vswitchd_;
   std::shared_ptr<const DesiredMetadataOvs> submittedMetadata_;  // shared with the IDL thread
   std::uint64_t metadataGeneration_ = 0;
 };

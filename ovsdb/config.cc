@@ -1,6 +1,7 @@
 #include "ovsdb/config.h"
 
 #include "core/yaml_field.h"
+#include "ovsdb/vswitchd_probe.h"
 
 namespace okna::ovsdb {
 
@@ -49,7 +50,7 @@ bool isValidOvsIfaceName(const std::string& name) {
 
 OvsConfig parseOvsConfig(const core::YamlField& f) {
   f.expectKeys({"enabled", "remote", "sbRemote", "drainTimeoutSeconds", "defaultExternalBridge",
-                "stateFile", "ssl"});
+                "stateFile", "ssl", "vswitchdRunDir"});
   OvsConfig c;
   c.enabled = true;
   if (auto e = f.get("enabled")) c.enabled = e->asBool();
@@ -85,6 +86,11 @@ OvsConfig parseOvsConfig(const core::YamlField& f) {
   if (auto d = f.get("drainTimeoutSeconds"))
     c.drainTimeout = std::chrono::seconds(d->asInt(0, 86400));
   if (auto v = f.get("stateFile")) c.stateFile = v->asString();
+  if (auto v = f.get("vswitchdRunDir")) {
+    c.vswitchdRunDir = v->asString();
+    if (!c.vswitchdRunDir->empty() && c.vswitchdRunDir->front() != '/')
+      v->fail("must be an absolute path (or \"\": no check)");
+  }
   if (auto b = f.get("defaultExternalBridge")) {
     c.defaultExternalBridge = b->asString();
     if (!isValidOvsIfaceName(c.defaultExternalBridge))
@@ -92,6 +98,10 @@ OvsConfig parseOvsConfig(const core::YamlField& f) {
               "\" is not a valid bridge name (1-15 characters of A-Z a-z 0-9 . - _)");
   }
   return c;
+}
+
+std::string resolveVswitchdRunDir(const OvsConfig& config) {
+  return config.vswitchdRunDir ? *config.vswitchdRunDir : runDirOfRemote(config.remote);
 }
 
 }  // namespace okna::ovsdb

@@ -3,6 +3,7 @@
 // Southbound database are, and how the planned gateway failover behaves (YAML section `ovs:`).
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 namespace okna::core {
@@ -41,6 +42,14 @@ struct OvsConfig {
   // The copy of the ownership record (ownership_state_file.h) across restarts, on the agent's
   // hostPath state directory (the one of placement.stateFile). "": no copy (memory only).
   std::string stateFile = "/var/lib/openkeel-node-agent/ovs-ownership.json";
+  // Where ovs-vswitchd keeps its pid file and unixctl socket (vswitchd_probe.h): while it does
+  // not answer there, the chassis is not ready (OVSDB still shows the stale ports). "": no check
+  // (tcp:/ssl: remotes, or a database without ovs-vswitchd). nullopt (the key left out): the
+  // directory of a unix: remote, resolved at the agent's start by resolveVswitchdRunDir; until
+  // then (in-process users of this struct) no check.
+  std::optional<std::string> vswitchdRunDir;
+  // How often that is checked.
+  std::chrono::milliseconds vswitchdCheckInterval{2000};
   // The bridge that gets the external NIC when no bridge mapping names one.
   std::string defaultExternalBridge = "br-ex";
   // --dry-run: read both databases, never write (no transaction, no Neutron liveness keys).
@@ -51,6 +60,9 @@ struct OvsConfig {
 /** Parses the `ovs:` section (its presence enables the layer unless `enabled: false`). Throws
  *  core::ConfigError naming the field, like every other section's parser. */
 OvsConfig parseOvsConfig(const core::YamlField& section);
+
+/** ovs.vswitchdRunDir as given, else (nullopt) the directory of a unix: remote, else "". */
+std::string resolveVswitchdRunDir(const OvsConfig& config);
 
 /** True for names OVS accepts as a bridge or port on the Linux system datapath: 1 to 15
  *  characters (IFNAMSIZ - 1) of [A-Za-z0-9._-]. */

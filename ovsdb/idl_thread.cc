@@ -78,16 +78,21 @@ std::vector<std::string> readGatewayPorts(okna_sb_idl* sb) {
   return ports;
 }
 
-ObservedBridgeIfaceIds readIfaceIds(okna_ovs_idl* idl, const std::string& bridge) {
+// The marked ports' ids, and the VM interfaces' iface-ids into `vmIfaceIds`.
+ObservedBridgeIfaceIds readIfaceIds(okna_ovs_idl* idl, const std::string& bridge,
+                                    std::set<std::string>& vmIfaceIds) {
   ObservedBridgeIfaceIds ids;
   okna_ovs_idl_foreach_iface_external_id(
       idl, bridge.c_str(),
       [](void* ctx, const char* port, const char* k, const char* v) {
-        // Only the keys the metadata diff reads: ovn-controller adds half a dozen per port.
-        if (std::strcmp(k, "iface-id") == 0 || std::strcmp(k, kMetadataPortMarkKey) == 0)
+        // Only the keys the metadata diff and vmIfaceIdsOf read: ovn-controller adds half a
+        // dozen per port.
+        if (std::strcmp(k, "iface-id") == 0 || std::strcmp(k, kMetadataPortMarkKey) == 0 ||
+            std::strcmp(k, "attached-mac") == 0)
           (*static_cast<ObservedBridgeIfaceIds*>(ctx))[port][k] = v;
       },
       &ids);
+  vmIfaceIds = vmIfaceIdsOf(ids);
   std::erase_if(ids, [](const auto& port) { return !marksTheAgentsPort(port.second); });
   return ids;
 }
@@ -227,6 +232,7 @@ class IdlThread::Loop {
       }
       everConnected_ = true;
     } else if (!connected && connected_) {
+      ++snap_.stats.losses;
       log_->warn("lost the connection to {}; reconnecting with backoff", owner_.config_.remote);
     }
     connected_ = connected;
@@ -252,9 +258,11 @@ class IdlThread::Loop {
       if (const auto it = snap_.ovs->externalIds.find(kOwnershipKey);
           it != snap_.ovs->externalIds.end())
         if (auto record = parseOwnership(it->second)) known_ = std::move(*record);
+      std::set<std::string> vmIfaceIds;
       snap_.integrationIfaceIds.set(metadata_ && metadata_->enabled
-                                        ? readIfaceIds(ovs_, metadata_->bridge)
+                                        ? readIfaceIds(ovs_, metadata_->bridge, vmIfaceIds)
                                         : ObservedBridgeIfaceIds{});
+      snap_.integrationVmIfaceIds.set(std::move(vmIfaceIds));
     }
     manageSb();
     if (sbTxn_) finishSbTxn();
@@ -370,6 +378,7 @@ class IdlThread::Loop {
       snap_.sb.metadata.version = version + 1;
       snap_.sb.remote = remote;
       sbSeqno_ = 0;
+      sbConnected_ = sbEverConnected_ = false;  // a new connection, not a lost one
       if (!remote.empty() && !chassis.empty()) {
         log_->info("watching chassis {} in the Southbound DB at {}", chassis, remote);
         sb_ = okna_sb_idl_open_chassis_view(remote.c_str(), chassis.c_str());
@@ -379,6 +388,7 @@ class IdlThread::Loop {
     if (!sb_) return;
     snap_.sb.connected = okna_sb_idl_is_connected(sb_) != 0;
     snap_.sb.connectionError = snap_.sb.connected ? "" : okna_sb_idl_connection_error(sb_);
+    noteSbConnection();
     const bool synced = okna_sb_idl_has_ever_connected(sb_) != 0;
     const unsigned seqno = okna_sb_idl_seqno(sb_);
     const bool metadata = metadata_ && metadata_->enabled;
@@ -423,6 +433,27 @@ class IdlThread::Loop {
       reason = "waiting for the Southbound to apply the monitor conditions";
     view.synced = reason.empty();
     view.notSyncedReason = reason;
+  }
+
+  // Each loss of the Southbound and each recovery is logged and counted once: the IDL retries
+  // with backoff in between, and the connection is down all along.
+  void noteSbConnection() {
+    const bool connected = snap_.sb.connected;
+    if (connected && !sbConnected_) {
+      if (sbEverConnected_) {
+        ++snap_.stats.sbReconnects;
+        log_->info(
+            "reconnected to the Southbound DB at {} after {} s", sbRemote_,
+            std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - sbLostAt_).count());
+      }
+      sbEverConnected_ = true;
+    } else if (!connected && sbConnected_) {
+      ++snap_.stats.sbLosses;
+      sbLostAt_ = Clock::now();
+      log_->warn("lost the connection to the Southbound DB at {} ({}); reconnecting with backoff",
+                 sbRemote_, snap_.sb.connectionError);
+    }
+    sbConnected_ = connected;
   }
 
   // Neutron's liveness keys on this chassis' Chassis_Private row, as its metadata agent keeps
@@ -518,6 +549,9 @@ class IdlThread::Loop {
   std::string sbRemote_;
   std::string sbChassis_;
   unsigned sbSeqno_ = 0;
+  bool sbConnected_ = false;
+  bool sbEverConnected_ = false;
+  Clock::time_point sbLostAt_{};
   Snapshot snap_;
   std::shared_ptr<const Snapshot> published_;
 };

@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,8 +43,13 @@ struct IdlStats {
   // TRY_AGAIN: a verified column changed under the transaction (or the connection dropped).
   std::uint64_t conflicts = 0;
   std::uint64_t errors = 0;
-  // Connections re-established after having been connected.
+  // Connections to the local Open_vSwitch DB re-established after having been connected, and
+  // connections lost (each once, however many reconnection attempts fail in between).
   std::uint64_t reconnects = 0;
+  std::uint64_t losses = 0;
+  // The same for the OVN Southbound DB (a new remote or chassis name is neither).
+  std::uint64_t sbReconnects = 0;
+  std::uint64_t sbLosses = 0;
   bool operator==(const IdlStats&) const = default;
 };
 
@@ -77,6 +83,9 @@ struct Snapshot {
   std::uint64_t convergedGeneration = 0;
   // The integration bridge (DesiredMetadataOvs::bridge) and its ports' Interface external_ids.
   core::SharedValue<ObservedBridgeIfaceIds> integrationIfaceIds;
+  // The iface-ids of the VM interfaces on that bridge (vmIfaceIdsOf): what the metadata
+  // planner judges a Southbound that lost this chassis's bindings by.
+  core::SharedValue<std::set<std::string>> integrationVmIfaceIds;
   // The last submitted metadata generation whose diff came out empty (0: none yet).
   std::uint64_t metadataConvergedGeneration = 0;
   // What the agent owns as far as it knows (ownership.h): the last valid record seen in OVSDB

@@ -27,6 +27,16 @@ bool marksTheAgentsPort(const std::map<std::string, std::string>& ids) {
   return valueOf(ids, kMetadataPortMarkKey) == kMetadataPortMarkValue;
 }
 
+std::set<std::string> vmIfaceIdsOf(const ObservedBridgeIfaceIds& ids) {
+  std::set<std::string> out;
+  for (const auto& [port, kv] : ids) {
+    const std::string ifaceId = valueOf(kv, "iface-id");
+    if (!ifaceId.empty() && !valueOf(kv, "attached-mac").empty() && !marksTheAgentsPort(kv))
+      out.insert(ifaceId);
+  }
+  return out;
+}
+
 std::vector<OvsOp> diffMetadataPorts(const DesiredMetadataOvs& desired, const ObservedOvs& observed,
                                      const ObservedBridgeIfaceIds& ifaceIds) {
   std::vector<OvsOp> ops;

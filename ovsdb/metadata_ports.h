@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -93,6 +94,12 @@ using ObservedBridgeIfaceIds = std::map<std::string, std::map<std::string, std::
  *  if wanted, never pruned), so the IDL thread keeps no copy of the others' (on a hypervisor:
  *  every VM's iface-id, attached-mac, vm-uuid, ... of ovn-controller and Nova). */
 bool marksTheAgentsPort(const std::map<std::string, std::string>& ids);
+
+/** The iface-ids of the VM interfaces among a bridge's Interface external_ids: those with
+ *  iface-id and attached-mac, as os-vif (Nova) plugs a VIF, and not the agent's mark (a
+ *  metadata port, Neutron's included, has no attached-mac). The metadata planner keeps a
+ *  network while one of its VMs' interfaces is here (planner.h). */
+std::set<std::string> vmIfaceIdsOf(const ObservedBridgeIfaceIds& ids);
 
 /** Ops that make `observedPorts` (the bridge's ports and their interface ids) what `desired`
  *  says. No op when the bridge does not exist (ovn-controller creates it). */

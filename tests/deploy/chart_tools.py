@@ -45,12 +45,15 @@ def render_text(values=(), sets=(), check=True):
 
 
 def render(values=(), sets=()):
-    """The rendered objects, by kind (one object per kind in this chart)."""
+    """The rendered objects, by kind: one object per kind, except the network-only agents' own
+    (secretsOnComputeOnly: the nocompute DaemonSet, its ServiceAccount, ClusterRole and binding),
+    which are keyed "<kind>/nocompute"."""
     docs = [d for d in yaml.safe_load_all(render_text(values, sets).stdout) if d]
     by_kind = {}
     for d in docs:
-        assert d["kind"] not in by_kind, "two objects of kind %s" % d["kind"]
-        by_kind[d["kind"]] = d
+        key = d["kind"] + ("/nocompute" if d["metadata"]["name"].endswith("-nocompute") else "")
+        assert key not in by_kind, "two objects of kind %s" % key
+        by_kind[key] = d
     return by_kind
 
 

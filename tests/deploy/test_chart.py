@@ -20,8 +20,47 @@ KEBAB = {"controlPlane": "control-plane"}
 SA_NAME = "%s-openkeel-node-agent" % RELEASE
 
 
+NOCOMPUTE_SA = SA_NAME + "-nocompute"
+
+
 def role_term(label):
     return {"matchExpressions": [{"key": label, "operator": "In", "values": [""]}]}
+
+
+def not_compute(term, compute="node-role.openkeel.io/compute"):
+    """The term as the network-only DaemonSet renders it: and not a compute node."""
+    return {"matchExpressions": term["matchExpressions"] + [{"key": compute, "operator": "NotIn", "values": [""]}]}
+
+
+def terms_of(ds):
+    return ds["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+
+
+def matches(ds, name, labels):
+    """Whether the DaemonSet's required placement selects a node (the scheduler's and DaemonSet
+    controller's nodeSelector and node affinity rules: k8s.io/component-helpers nodeaffinity)."""
+    spec = ds["spec"]["template"]["spec"]
+    if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+        return False
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution")
+    if not required:
+        return True
+
+    def expr_ok(e, value, present):
+        op, values = e["operator"], e.get("values", [])
+        return {"In": present and value in values, "NotIn": not present or value not in values,
+                "Exists": present, "DoesNotExist": not present}[op]
+
+    for term in required["nodeSelectorTerms"]:
+        exprs, fields = term.get("matchExpressions", []), term.get("matchFields", [])
+        if not exprs and not fields:
+            continue
+        if all(expr_ok(e, labels.get(e["key"]), e["key"] in labels) for e in exprs) and \
+                all(expr_ok(f, name, True) for f in fields):
+            return True
+    return False
 
 
 def toleration(key):
@@ -111,9 +150,10 @@ class TestDefaultProfile(ChartCase):
         cls.container = cls.spec["containers"][0]
 
     def test_kinds(self):
-        self.assertEqual(sorted(self.objs), ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet",
-                                             "FlowSchema", "PriorityLevelConfiguration", "Role", "RoleBinding",
-                                             "ServiceAccount"])
+        self.assertEqual(sorted(self.objs), ["ClusterRole", "ClusterRole/nocompute", "ClusterRoleBinding",
+                                             "ClusterRoleBinding/nocompute", "ConfigMap", "DaemonSet",
+                                             "DaemonSet/nocompute", "FlowSchema", "PriorityLevelConfiguration",
+                                             "Role", "RoleBinding", "ServiceAccount", "ServiceAccount/nocompute"])
 
     def test_api_priority_and_fairness_for_the_agents(self):
         # Issue 24, point 7: thousands of agents restarting at once queue in a level of their own.
@@ -123,7 +163,8 @@ class TestDefaultProfile(ChartCase):
         self.assertLess(fs["spec"]["matchingPrecedence"], 9000)   # before workload-low
         rule = fs["spec"]["rules"][0]
         self.assertEqual(rule["subjects"], [{"kind": "ServiceAccount",
-                                             "serviceAccount": {"name": SA_NAME, "namespace": NAMESPACE}}])
+                                             "serviceAccount": {"name": sa, "namespace": NAMESPACE}}
+                                            for sa in (SA_NAME, NOCOMPUTE_SA)])
         self.assertEqual(plc["spec"]["limited"]["limitResponse"]["type"], "Queue")
         self.assertEqual(plc["spec"]["limited"]["nominalConcurrencyShares"], 20)
         for version, api, shares in (("1.27.0", "v1beta3", "nominalConcurrencyShares"),
@@ -218,10 +259,13 @@ class TestDefaultProfile(ChartCase):
 
     def test_affinity_one_term_per_role_default_keys(self):
         self.assertNotIn("nodeSelector", self.spec)
-        terms = self.spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
-            "nodeSelectorTerms"]
-        self.assertEqual(terms, [role_term("node-role.openkeel.io/compute"),
-                                 role_term("node-role.openkeel.io/network")])
+        self.assertEqual(terms_of(self.objs["DaemonSet"]), [role_term("node-role.openkeel.io/compute")])
+        self.assertEqual(terms_of(self.objs["DaemonSet/nocompute"]),
+                         [not_compute(role_term("node-role.openkeel.io/network"))])
+        one = render(sets=["secretsOnComputeOnly=false"])
+        self.assertNotIn("DaemonSet/nocompute", one)
+        self.assertEqual(terms_of(one["DaemonSet"]), [role_term("node-role.openkeel.io/compute"),
+                                                      role_term("node-role.openkeel.io/network")])
 
     def test_every_taint_tolerated(self):
         # Issue 24, point 5: a taint added while VMs run (seed 000 § 4.1's
@@ -265,8 +309,11 @@ class TestDefaultProfile(ChartCase):
             expected = ["NET_ADMIN", "SYS_ADMIN"] + (["NET_BIND_SERVICE"] if "metadata.enabled=false" not in sets
                                                      else [])
             self.assertEqual(c["securityContext"]["capabilities"], {"drop": ["ALL"], "add": expected}, sets)
-        spec = pod_spec(render(sets=["metadata.enabled=false"]))
-        self.assertNotIn("/run/netns", [v.get("hostPath", {}).get("path") for v in spec["volumes"]])
+        objs = render(sets=["metadata.enabled=false"])
+        self.assertNotIn("/run/netns", [v.get("hostPath", {}).get("path") for v in pod_spec(objs)["volumes"]])
+        # And the agent is told so: its own default is on (an omitted section once meant "on"
+        # without the mounts).
+        self.assertEqual(agent_config(objs)["metadata"], {"enabled": False})
 
     def test_secrets_by_name_never_inlined(self):
         vols = {v["name"]: v for v in self.spec["volumes"]}
@@ -298,7 +345,17 @@ class TestDefaultProfile(ChartCase):
         self.assertEqual(rb["metadata"]["namespace"], "default")
         self.assertEqual(rb["roleRef"], {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
                                          "name": role["metadata"]["name"]})
-        self.assertEqual(rb["subjects"], [{"kind": "ServiceAccount", "name": SA_NAME, "namespace": NAMESPACE}])
+        self.assertEqual(rb["subjects"], [{"kind": "ServiceAccount", "name": sa, "namespace": NAMESPACE}
+                                          for sa in (SA_NAME, NOCOMPUTE_SA)])
+        # The network-only agents do not watch Pods (Placement off): nodes only.
+        self.assertEqual(self.objs["ClusterRole/nocompute"]["rules"], [
+            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}])
+        binding = self.objs["ClusterRoleBinding/nocompute"]
+        self.assertEqual(binding["roleRef"]["name"], self.objs["ClusterRole/nocompute"]["metadata"]["name"])
+        self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount", "name": NOCOMPUTE_SA,
+                                                "namespace": NAMESPACE}])
+        self.assertEqual(self.objs["DaemonSet/nocompute"]["spec"]["template"]["spec"]["serviceAccountName"],
+                         NOCOMPUTE_SA)
 
     def test_config_file(self):
         cfg = agent_config(self.objs)
@@ -373,10 +430,11 @@ class TestPlacementVariants(ChartCase):
                 source["sets"] = ["placement.tolerateAllTaints=false"]
             objs = render(**source)
             spec = pod_spec(objs)
-            terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
-                "nodeSelectorTerms"]
-            self.assertEqual(terms, [role_term("node-restriction.kubernetes.io/openkeel-compute"),
-                                     role_term("node-restriction.kubernetes.io/openkeel-network")], source)
+            self.assertEqual(terms_of(objs["DaemonSet"]),
+                             [role_term("node-restriction.kubernetes.io/openkeel-compute")], source)
+            self.assertEqual(terms_of(objs["DaemonSet/nocompute"]),
+                             [not_compute(role_term("node-restriction.kubernetes.io/openkeel-network"),
+                                          "node-restriction.kubernetes.io/openkeel-compute")], source)
             # NodeRestriction restricts labels, not taints: the taint keys stay the default ones.
             self.assertEqual(spec["tolerations"], [toleration("node-role.openkeel.io/compute"),
                                                    toleration("node-role.openkeel.io/network"), RESERVED])
@@ -395,10 +453,9 @@ class TestPlacementVariants(ChartCase):
         objs = render(sets=["global.nodeRoles.roles.network.nodeSelectorTerms[0].matchExpressions[0].key="
                             "example.com/gateway",
                             "global.nodeRoles.roles.network.nodeSelectorTerms[0].matchExpressions[0].operator=Exists"])
-        terms = pod_spec(objs)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
-            "nodeSelectorTerms"]
-        self.assertEqual(terms, [role_term("node-role.openkeel.io/compute"),
-                                 {"matchExpressions": [{"key": "example.com/gateway", "operator": "Exists"}]}])
+        self.assertEqual(terms_of(objs["DaemonSet"]), [role_term("node-role.openkeel.io/compute")])
+        self.assertEqual(terms_of(objs["DaemonSet/nocompute"]), [
+            not_compute({"matchExpressions": [{"key": "example.com/gateway", "operator": "Exists"}]})])
         self.assertNotIn("label", agent_config(objs)["nodeRoles"]["roles"]["network"])
 
     def test_taints_rendered_whether_or_not_nodes_are_tainted(self):
@@ -459,13 +516,104 @@ class TestOfflineSchemaValidation(ChartCase):
             self.assertIn(needle, out)
 
 
+class TestSecretsOnComputeOnly(ChartCase):
+    """Issue 24, point 8: only nodes with the compute role mount the Placement clouds.yaml and Nova's
+    shared secret; the others run the network-only DaemonSet, without Secrets or capabilities."""
+
+    def assert_every_node_placed_once(self, sets, labels):
+        split, single = render(sets=sets), render(sets=sets + ["secretsOnComputeOnly=false"])
+        compute_label = agent_config(split)["nodeRoles"]["roles"]["compute"]["label"]
+        n = 0
+        # Every combination of the placed roles' labels: absent, the empty value (the role), another value.
+        for combo in range(3 ** len(labels)):
+            node, c = {}, combo
+            for label in labels:
+                c, v = divmod(c, 3)
+                if v:
+                    node[label] = "" if v == 1 else "true"
+            chosen = [k for k in ("DaemonSet", "DaemonSet/nocompute") if matches(split[k], "n1", node)]
+            want = matches(single["DaemonSet"], "n1", node)
+            self.assertEqual(len(chosen), int(want), (sets, node, chosen))
+            if chosen:
+                n += 1
+                self.assertEqual(chosen == ["DaemonSet"], node.get(compute_label) == "", (sets, node))
+        self.assertGreater(n, 0)
+
+    def test_the_two_daemonsets_place_every_node_exactly_once(self):
+        default = ["node-role.openkeel.io/compute", "node-role.openkeel.io/network"]
+        self.assert_every_node_placed_once([], default)
+        self.assert_every_node_placed_once(["placement.roles={compute,network,storage}"],
+                                           default + ["node-role.openkeel.io/storage"])
+        self.assert_every_node_placed_once(["global.nodeRoles.profile=hardened"],
+                                           ["node-restriction.kubernetes.io/openkeel-compute",
+                                            "node-restriction.kubernetes.io/openkeel-network"])
+        self.assert_every_node_placed_once(
+            ["global.nodeRoles.roles.network.nodeSelectorTerms[0].matchExpressions[0].key=example.com/gateway",
+             "global.nodeRoles.roles.network.nodeSelectorTerms[0].matchExpressions[0].operator=Exists"],
+            ["node-role.openkeel.io/compute", "example.com/gateway"])
+
+    def test_the_network_only_agent_has_no_secret_no_capability_no_netns(self):
+        objs = render()
+        compute, other = pod_spec(objs), objs["DaemonSet/nocompute"]["spec"]["template"]["spec"]
+        volumes = lambda spec: sorted(v["name"] for v in spec["volumes"])
+        self.assertEqual(volumes(compute), ["config", "metadata-secrets", "netns", "ovs-run", "placement-secrets",
+                                            "state"])
+        self.assertEqual(volumes(other), ["config", "ovs-run", "state"])
+        ctx = other["containers"][0]["securityContext"]
+        self.assertIs(ctx["privileged"], False)
+        self.assertEqual(ctx["capabilities"], {"drop": ["ALL"]})
+        self.assertIs(ctx["allowPrivilegeEscalation"], False)
+        self.assertIs(compute["containers"][0]["securityContext"]["privileged"], True)
+        config_mount = [m for m in other["containers"][0]["volumeMounts"] if m["name"] == "config"][0]
+        self.assertEqual(config_mount["subPath"], "agent-nocompute.yaml")
+        # Selectors that never overlap (each DaemonSet would otherwise fight over the other's pods),
+        # the compute one as in earlier releases (a selector is immutable).
+        sel = objs["DaemonSet"]["spec"]["selector"]["matchLabels"]
+        self.assertEqual(sel, {"app.kubernetes.io/name": "openkeel-node-agent", "app.kubernetes.io/instance": RELEASE})
+        other_sel = objs["DaemonSet/nocompute"]["spec"]["selector"]["matchLabels"]
+        self.assertNotEqual(other_sel["app.kubernetes.io/name"], sel["app.kubernetes.io/name"])
+        self.assertEqual(objs["DaemonSet/nocompute"]["spec"]["template"]["metadata"]["labels"]
+                         ["app.kubernetes.io/name"], other_sel["app.kubernetes.io/name"])
+        # What the network-only agents run: Placement and metadata off, the same roles.
+        data = objs["ConfigMap"]["data"]
+        cfg, full = yaml.safe_load(data["agent-nocompute.yaml"]), yaml.safe_load(data["agent.yaml"])
+        self.assertEqual(cfg["placement"], {"enabled": False})
+        self.assertEqual(cfg["metadata"], {"enabled": False}, "explicit: the agent's default is on")
+        self.assertEqual(cfg["nodeRoles"], full["nodeRoles"])
+        self.assertEqual(cfg["ovs"], full["ovs"])
+        # The PodMonitor scrapes both.
+        pm = render(sets=["metrics.podMonitor.enabled=true", "metrics.exposeOnNode=true"])["PodMonitor"]
+        self.assertEqual(pm["spec"]["selector"]["matchExpressions"][0]["values"],
+                         ["openkeel-node-agent", "openkeel-node-agent-nocompute"])
+
+    def test_one_daemonset_where_the_chart_cannot_split(self):
+        for sets in (["secretsOnComputeOnly=false"], ["placement.role=network"], ["placement.roles={compute}"],
+                     ["placement.roles={network,storage}"],
+                     ["placement.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+                      ".nodeSelectorTerms[0].matchExpressions[0].key=x",
+                      "placement.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+                      ".nodeSelectorTerms[0].matchExpressions[0].operator=Exists"]):
+            objs = render(sets=sets)
+            self.assertNotIn("DaemonSet/nocompute", objs, sets)
+            self.assertNotIn("ServiceAccount/nocompute", objs, sets)
+            self.assertNotIn("agent-nocompute.yaml", objs["ConfigMap"]["data"], sets)
+
+    def test_a_compute_role_without_a_label_is_refused_naming_the_keys(self):
+        p = render_text(sets=["global.nodeRoles.roles.compute.nodeSelectorTerms[0].matchExpressions[0].key=x",
+                              "global.nodeRoles.roles.compute.nodeSelectorTerms[0].matchExpressions[0].operator="
+                              "Exists"], check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("global.nodeRoles.roles.compute.label", p.stderr)
+        self.assertIn("secretsOnComputeOnly: false", p.stderr)
+
+
 @unittest.skipUnless(os.access(AGENT, os.X_OK), "agent binary not built (%s)" % AGENT)
 class TestAgentAcceptsTheRenderedConfig(ChartCase):
     """The agent's own strict parser reads the chart's config and derives the roles the chart placed
     the pods with, including the metadata section the chart writes."""
 
-    def dry_run(self, sets, node):
-        cfg = agent_config(render(sets=sets))
+    def dry_run(self, sets, node, key="agent.yaml"):
+        cfg = yaml.safe_load(render(sets=sets)["ConfigMap"]["data"][key])
         with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
             yaml.safe_dump(cfg, f)
             f.flush()
@@ -489,6 +637,13 @@ class TestAgentAcceptsTheRenderedConfig(ChartCase):
         # health.adminListen and maxConnections as the chart writes them pass the agent's parser.
         for sets in (["metrics.exposeOnNode=true"], ["metrics.enabled=false"], ["health.maxConnections=8"]):
             self.assertEqual(self.dry_run(sets, "ok-net-2.node.json")["roles"], [], sets)
+
+    def test_network_only_config(self):
+        # The nocompute DaemonSet's config: the same roles, Placement and metadata off.
+        plan = self.dry_run([], "lab-1.node.yaml", key="agent-nocompute.yaml")
+        self.assertEqual(sorted(plan["roles"]), ["compute", "controlPlane", "network", "storage"])
+        self.assertNotIn("placement", plan)
+        self.assertIs(plan["metadata"]["enabled"], False)
 
     def test_hardened_profile(self):
         plan = self.dry_run(["global.nodeRoles.profile=hardened"], "ok-net-2.node.json")

@@ -25,6 +25,8 @@ import yaml
 from chart_tools import (AGENT, KUBECTL, NAMESPACE, RELEASE, ROOT, render, render_text, run, tools_missing)
 
 SA = "system:serviceaccount:%s:%s-openkeel-node-agent" % (NAMESPACE, RELEASE)
+# The network-only agents' (the nocompute DaemonSet): no Placement, so no pods access.
+NOCOMPUTE_SA = SA + "-nocompute"
 FAKE = os.path.join(ROOT, "tests", "fake_apiserver", "fake_apiserver.py")
 
 # (verb, resource, extra kubectl args) -> expected answer for the agent's service account.
@@ -61,6 +63,7 @@ class ApplyCase(unittest.TestCase):
         cls.fake = subprocess.Popen(
             [sys.executable, FAKE, "--listen", "127.0.0.1:0", "--tls-dir", cls.tmp,
              "--token", "admin=admin-token", "--token", "%s=sa-token" % SA,
+             "--token", "%s=nocompute-token" % NOCOMPUTE_SA,
              "--objects", os.path.join(ROOT, "tests", "data", "lab-1.node.yaml"),
              os.path.join(ROOT, "tests", "data", "lab-1.pods.json"), "--ready-file", ready],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -83,8 +86,8 @@ class ApplyCase(unittest.TestCase):
     def kubectl(cls, *args, check=True):
         return run([KUBECTL, "--kubeconfig", cls.kubeconfig] + list(args), check=check)
 
-    def can_i(self, verb, resource, extra):
-        p = self.kubectl("auth", "can-i", verb, resource, "--as", SA, *extra, check=False)
+    def can_i(self, verb, resource, extra, sa=SA):
+        p = self.kubectl("auth", "can-i", verb, resource, "--as", sa, *extra, check=False)
         return p.stdout.strip().splitlines()[-1] if p.stdout.strip() else p.stderr
 
 
@@ -100,11 +103,17 @@ class TestApplyAndPermissions(ApplyCase):
                      "prioritylevelconfiguration.flowcontrol.apiserver.k8s.io/%s-openkeel-node-agent created"
                      % RELEASE,
                      "daemonset.apps/%s-openkeel-node-agent created" % RELEASE,
+                     "daemonset.apps/%s-openkeel-node-agent-nocompute created" % RELEASE,
+                     "serviceaccount/%s-openkeel-node-agent-nocompute created" % RELEASE,
+                     "clusterrole.rbac.authorization.k8s.io/%s-openkeel-node-agent-nocompute created" % RELEASE,
+                     "clusterrolebinding.rbac.authorization.k8s.io/%s-openkeel-node-agent-nocompute created"
+                     % RELEASE,
                      "validatingadmissionpolicy.admissionregistration.k8s.io/%s-openkeel-node-agent-own-node "
                      "created" % RELEASE):
             self.assertIn(line, self.apply_out)
         ds = json.loads(self.kubectl("get", "daemonsets.apps", "-n", NAMESPACE, "-o", "json").stdout)["items"]
-        self.assertEqual([d["metadata"]["name"] for d in ds], ["%s-openkeel-node-agent" % RELEASE])
+        self.assertEqual([d["metadata"]["name"] for d in ds], ["%s-openkeel-node-agent" % RELEASE,
+                                                               "%s-openkeel-node-agent-nocompute" % RELEASE])
         self.assertIs(ds[0]["spec"]["template"]["spec"]["hostNetwork"], True)
         # A second apply is a no-op for kubectl (client-side apply with last-applied annotations).
         again = self.kubectl("apply", "--validate=false", "-f", self.manifest).stdout
@@ -118,17 +127,29 @@ class TestApplyAndPermissions(ApplyCase):
         for verb, resource, extra in DENIED:
             self.assertEqual(self.can_i(verb, resource, extra), "no", (verb, resource, extra))
 
-    def test_rules_list_is_exactly_the_cluster_role(self):
-        out = self.kubectl("auth", "can-i", "--list", "--as", SA).stdout
+    def rules(self, sa):
+        out = self.kubectl("auth", "can-i", "--list", "--as", sa).stdout
         rows = {}
         for line in out.splitlines()[1:]:
             cols = line.split()
             rows[cols[0]] = " ".join(cols[3:])
-        self.assertEqual(rows, {
-            "nodes": "[get list watch]", "pods": "[list watch]", "events": "[create patch]",
-            # what every authenticated user may ask about itself
-            "selfsubjectaccessreviews.authorization.k8s.io": "[create]",
-            "selfsubjectrulesreviews.authorization.k8s.io": "[create]"})
+        return rows
+
+    def test_rules_list_is_exactly_the_cluster_role(self):
+        # what every authenticated user may ask about itself
+        own = {"selfsubjectaccessreviews.authorization.k8s.io": "[create]",
+               "selfsubjectrulesreviews.authorization.k8s.io": "[create]"}
+        self.assertEqual(self.rules(SA), dict(own, nodes="[get list watch]", pods="[list watch]",
+                                              events="[create patch]"))
+        # Gateways (often facing the internet): not even the pods of their own node.
+        self.assertEqual(self.rules(NOCOMPUTE_SA), dict(own, nodes="[get list watch]", events="[create patch]"))
+
+    def test_the_network_only_service_account_may_not_read_pods(self):
+        for verb, resource, extra in ALLOWED:
+            want = "no" if resource == "pods" else "yes"
+            self.assertEqual(self.can_i(verb, resource, extra, NOCOMPUTE_SA), want, (verb, resource, extra))
+        for verb, resource, extra in DENIED:
+            self.assertEqual(self.can_i(verb, resource, extra, NOCOMPUTE_SA), "no", (verb, resource, extra))
 
     def test_admin_and_strangers(self):
         self.assertEqual(self.kubectl("auth", "can-i", "delete", "nodes").stdout.strip(), "yes")
@@ -142,14 +163,15 @@ class TestAgentUnderTheServiceAccount(ApplyCase):
     """The real agent, authenticated as the chart's service account: ready with the applied RBAC, and
     every request it sent was allowed; without the binding it reports the missing permission."""
 
-    def start_agent(self):
-        cfg = yaml.safe_load(render(sets=["metadata.enabled=false", "ovs.enabled=false",
-                                          "openstackPlacement.enabled=false"])["ConfigMap"]["data"]["agent.yaml"])
+    def start_agent(self, key="agent.yaml", sa=SA):
+        # The chart's config without OVS (none here); Placement stays as rendered, so the compute
+        # agent watches its Pods and the network-only one does not.
+        cfg = yaml.safe_load(render(sets=["ovs.enabled=false"])["ConfigMap"]["data"][key])
         path = os.path.join(self.tmp, "agent.yaml")
         with open(path, "w") as f:
             yaml.safe_dump(cfg, f)
         log = open(os.path.join(self.tmp, "agent.log"), "w+")
-        proc = subprocess.Popen([AGENT, "--config", path, "--kubeconfig", self.kubeconfig, "--context", SA,
+        proc = subprocess.Popen([AGENT, "--config", path, "--kubeconfig", self.kubeconfig, "--context", sa,
                                  "--node-name", "lab-1", "--health-listen", "127.0.0.1:0", "--admin-listen",
                                  "127.0.0.1:0", "--log-format", "text"],
                                 stdout=log, stderr=subprocess.STDOUT)
@@ -184,7 +206,11 @@ class TestAgentUnderTheServiceAccount(ApplyCase):
 
     def test_ready_with_the_chart_rbac_and_refused_without_it(self):
         _, port, _ = self.start_agent()
-        wait_for(lambda: self.get(port, "/readyz")[0] == 200, 30, "/readyz 200 under the service account")
+        # Both informers synced under the service account (the compute agent stays unready here for
+        # Placement, whose clouds.yaml this test does not mount).
+        wait_for(lambda: all(s in self.get(port, "/readyz?verbose")[1] for s in ("[+]node-informer ok",
+                                                                                   "[+]pod-informer ok")),
+                 30, "both informers synced under the service account")
         mine = [r for r in self.fake_requests() if r["user"] == SA]
         self.assertTrue(any(r["path"] == "/api/v1/nodes" for r in mine), mine)
         self.assertTrue(any(r["path"] == "/api/v1/pods" for r in mine), mine)
@@ -195,6 +221,14 @@ class TestAgentUnderTheServiceAccount(ApplyCase):
         _, port2, _ = self.start_agent()
         wait_for(lambda: "RBAC" in self.get(port2, "/readyz?verbose")[1], 30, "the RBAC reason in /readyz")
         self.assertNotEqual(self.get(port2, "/readyz")[0], 200)
+
+    def test_the_network_only_agent_is_ready_without_pods_access(self):
+        _, port, _ = self.start_agent("agent-nocompute.yaml", NOCOMPUTE_SA)
+        wait_for(lambda: self.get(port, "/readyz")[0] == 200, 30, "/readyz 200 under the nocompute account")
+        mine = [r for r in self.fake_requests() if r["user"] == NOCOMPUTE_SA]
+        self.assertTrue(any(r["path"] == "/api/v1/nodes" for r in mine), mine)
+        self.assertEqual([r for r in mine if r["path"].startswith("/api/v1/pods")], [])
+        self.assertEqual([r for r in mine if r["status"] >= 400], [])
 
 
 if __name__ == "__main__":

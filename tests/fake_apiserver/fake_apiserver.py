@@ -29,6 +29,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import k8s_model as km  # noqa: E402
+import k8s_protobuf  # noqa: E402
 import rbac  # noqa: E402
 from store import ApiError, Store, Watcher  # noqa: E402
 
@@ -80,6 +81,11 @@ FAULT_REASONS = {400: ("BadRequest", "injected failure"), 404: ("NotFound", "the
                  504: ("Timeout", "Timeout: request did not complete within the allotted timeout")}
 
 
+# The short names a real v1.26 lists in discovery (kubectl get ds, kubectl get no, ...).
+SHORT_NAMES = {"nodes": ["no"], "pods": ["po"], "events": ["ev"], "namespaces": ["ns"], "configmaps": ["cm"],
+               "serviceaccounts": ["sa"], "daemonsets": ["ds"]}
+
+
 def bad_request(message):
     return ApiError(400, km.status_body(400, message, "BadRequest"))
 
@@ -112,7 +118,7 @@ def parse_rv(value):
 class Faults:
     def __init__(self):
         self.lock = threading.Lock()
-        self.fail_rules = []      # [{"count", "status", "path", "method"}]
+        self.fail_rules = []      # [{"count", "status", "path", "method", "retryAfter"}]
         self.refuse_until = 0.0
         self.requests = []
 
@@ -126,7 +132,7 @@ class Faults:
                     rule["count"] -= 1
                     if rule["count"] <= 0:
                         self.fail_rules.remove(rule)
-                    return rule["status"]
+                    return rule["status"], rule["retryAfter"]
         return None
 
     def log(self, entry):
@@ -140,6 +146,7 @@ class Faults:
 
 class App:
     def __init__(self, args):
+        self.args = args
         self.store = Store(history_size=args.watch_cache_size)
         self.faults = Faults()
         self.tokens = {}
@@ -318,7 +325,7 @@ class Handler(BaseHTTPRequestHandler):
         injected = app.faults.take_failure(self.url_path, self.command)
         try:
             if injected:
-                return self.send_injected(injected)
+                return self.send_injected(*injected)
             if not ident:
                 return self.send_json(401, UNAUTHORIZED)
             masters = "system:masters" in groups
@@ -347,7 +354,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(500, km.status_body(500, "Internal error occurred: fake apiserver: %r" % e,
                                                "InternalError"))
 
-    def send_injected(self, code):
+    def send_injected(self, code, retry_after=1):
         if code == 401:
             return self.send_json(401, UNAUTHORIZED)
         self.pf = PF_DEFAULT
@@ -355,8 +362,8 @@ class Handler(BaseHTTPRequestHandler):
             rt = route(self.url_path) or {"group": "", "plural": "resource", "name": "", "ns": "", "sub": ""}
             return self.send_error_status(forbidden(self.user or "system:anonymous", "get", rt))
         reason, msg = FAULT_REASONS.get(code, (None, HTTPStatus(code).phrase))
-        details = {"retryAfterSeconds": 1} if code in (429, 503, 504) else None
-        extra = (("Retry-After", "1"),) if details else ()
+        details = {"retryAfterSeconds": retry_after} if code in (429, 503, 504) else None
+        extra = (("Retry-After", str(retry_after)),) if details else ()
         self.send_json(code, km.status_body(code, msg, reason, details), extra=extra)
 
     def health(self, name, masters):
@@ -401,9 +408,12 @@ class Handler(BaseHTTPRequestHandler):
         for g, plural in sorted(gvrs):
             if g == gv:
                 namespaced = plural not in km.CLUSTER_SCOPED
-                resources.append({"name": plural, "singularName": km.kind_of(plural).lower(),
-                                  "namespaced": namespaced, "kind": km.kind_of(plural),
-                                  "verbs": builtin.get((g, plural), verbs)})
+                entry = {"name": plural, "singularName": km.kind_of(plural).lower(),
+                         "namespaced": namespaced, "kind": km.kind_of(plural),
+                         "verbs": builtin.get((g, plural), verbs)}
+                if plural in SHORT_NAMES:
+                    entry["shortNames"] = SHORT_NAMES[plural]
+                resources.append(entry)
                 if plural in ("nodes", "pods"):
                     resources.append({"name": plural + "/status", "singularName": "", "namespaced": namespaced,
                                       "kind": km.kind_of(plural), "verbs": ["get", "patch", "update"]})
@@ -506,6 +516,8 @@ class Handler(BaseHTTPRequestHandler):
                 obj = json.loads(body or b"null")
             elif ctype == "application/yaml":
                 obj = yaml.safe_load(body)
+            elif ctype == "application/vnd.kubernetes.protobuf":
+                obj = k8s_protobuf.decode(body)
             else:
                 raise ApiError(415, UNSUPPORTED_MEDIA)
         except (ValueError, yaml.YAMLError) as e:
@@ -521,7 +533,8 @@ class Handler(BaseHTTPRequestHandler):
         obj.setdefault("apiVersion", rt["gv"])
         meta = obj.setdefault("metadata", {})
         if rt["ns"]:
-            if meta.get("namespace", rt["ns"]) != rt["ns"]:
+            # An empty namespace in the body is the request's (protobuf clients always send the field).
+            if (meta.get("namespace") or rt["ns"]) != rt["ns"]:
                 raise bad_request("the namespace of the provided object does not match the namespace sent on "
                                   "the request")
             meta["namespace"] = rt["ns"]
@@ -731,6 +744,26 @@ class Handler(BaseHTTPRequestHandler):
             faults.refuse_until = time.monotonic() + seconds
             ended = store.restart(int(q.get("writes", 2)))
             result = {"ended": ended, "windowStart": store.window_start, "refusingFor": seconds}
+        elif op == "token" and m == "POST":
+            # A rotated service account token: the new one is accepted from now on.
+            user, token = q.get("user", ""), q.get("token", "")
+            groups = [g for g in q.get("groups", "").split(",") if g]
+            app.tokens[token] = (user, groups + rbac.identity_groups(user) + ["system:authenticated"])
+            result = {"user": user}
+        elif op == "token" and m == "DELETE":
+            # ... and the old one is not (401 Unauthorized), as after its expiry.
+            result = {"revoked": app.tokens.pop(q.get("token", ""), None) is not None}
+        elif op == "rotate-tls" and m == "POST":
+            # A new CA and a server certificate it signs: new handshakes present it, and the CA
+            # file the kubeconfig names is replaced (as a kubelet updates a projected ca.crt).
+            tls_dir = app.args.tls_dir
+            fresh = os.path.join(tls_dir, "rotated-%d" % int(time.monotonic() * 1e6))
+            host = self.server.server_address[0]
+            paths = ensure_tls(fresh, host)
+            self.server.ssl_ctx.load_cert_chain(paths["server.crt"], paths["server.key"])
+            with open(paths["ca.crt"]) as f:
+                write_atomic(os.path.join(tls_dir, "ca.crt"), f.read())
+            result = {"rotated": fresh}
         elif op == "drop-watches" and m == "POST":
             ws = store.all_watchers()
             for w in ws:
@@ -738,7 +771,7 @@ class Handler(BaseHTTPRequestHandler):
             result = {"dropped": len(ws)}
         elif op == "fail-next" and m == "POST":
             rule = {"count": int(q.get("count", 1)), "status": int(q.get("status", 503)), "path": q.get("path", "/"),
-                    "method": q.get("method", "").upper()}
+                    "method": q.get("method", "").upper(), "retryAfter": int(q.get("retryAfter", 1))}
             with faults.lock:
                 faults.fail_rules.append(rule)
             result = rule

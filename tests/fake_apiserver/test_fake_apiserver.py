@@ -486,6 +486,59 @@ class TestWrites(ServerCase):
         self.assertEqual(names, ["p-init", "p-overhead", "p-plain"])
 
 
+def _pb_field(number, value):
+    """One length-delimited protobuf field (what helm's client-go sends for strings, maps, messages)."""
+    if isinstance(value, str):
+        value = value.encode()
+    out, n = bytes([number << 3 | 2]), len(value)
+    while n >= 0x80:
+        out, n = out + bytes([n & 0x7F | 0x80]), n >> 7
+    return out + bytes([n]) + value
+
+
+def _pb_secret(name, namespace, labels, data):
+    """A v1 Secret as helm's release storage sends it: magic, runtime.Unknown, core/v1 Secret."""
+    meta = _pb_field(1, name) + _pb_field(3, namespace)
+    for k, v in labels.items():
+        meta += _pb_field(11, _pb_field(1, k) + _pb_field(2, v))
+    secret = _pb_field(1, meta) + _pb_field(3, "helm.sh/release.v1")
+    for k, v in data.items():
+        secret += _pb_field(2, _pb_field(1, k) + _pb_field(2, v))
+    unknown = _pb_field(1, _pb_field(1, "v1") + _pb_field(2, "Secret")) + _pb_field(2, secret)
+    return b"k8s\x00" + unknown
+
+
+class TestProtobufBodies(ServerCase):
+    def test_a_secret_created_and_updated_in_protobuf_reads_back_as_json(self):
+        body = _pb_secret("sh.helm.release.v1.r.v1", "", {"owner": "helm", "status": "pending-install"},
+                          {"release": b"\x00\xffbinary"})
+        r = self.call("POST", "/api/v1/namespaces/default/secrets", body=body,
+                      ctype="application/vnd.kubernetes.protobuf")
+        self.assertEqual(r.status, 201, r.data)
+        got = json.loads(r.data)
+        self.assertEqual(got["metadata"]["namespace"], "default", "an empty namespace is the request's")
+        self.assertEqual(got["metadata"]["labels"], {"owner": "helm", "status": "pending-install"})
+        self.assertEqual(base64.b64decode(got["data"]["release"]), b"\x00\xffbinary")
+        self.assertEqual(got["type"], "helm.sh/release.v1")
+        body = _pb_secret("sh.helm.release.v1.r.v1", "default", {"owner": "helm", "status": "deployed"},
+                          {"release": b"v2"})
+        r = self.call("PUT", "/api/v1/namespaces/default/secrets/sh.helm.release.v1.r.v1", body=body,
+                      ctype="application/vnd.kubernetes.protobuf")
+        self.assertEqual(r.status, 200, r.data)
+        listed = json.loads(self.call("GET", "/api/v1/namespaces/default/secrets?labelSelector=status%3Ddeployed").data)
+        self.assertEqual([i["metadata"]["name"] for i in listed["items"]], ["sh.helm.release.v1.r.v1"])
+
+    def test_a_kind_it_cannot_decode_is_a_clear_400_and_garbage_too(self):
+        unknown = _pb_field(1, _pb_field(1, "apps/v1") + _pb_field(2, "DaemonSet")) + _pb_field(2, b"")
+        r = self.call("POST", "/apis/apps/v1/namespaces/default/daemonsets", body=b"k8s\x00" + unknown,
+                      ctype="application/vnd.kubernetes.protobuf")
+        self.assertEqual(r.status, 400, r.data)
+        self.assertIn("apps/v1/DaemonSet", json.loads(r.data)["message"])
+        r = self.call("POST", "/api/v1/namespaces/default/secrets", body=b"k8s\x00\x0a\xff\xff",
+                      ctype="application/vnd.kubernetes.protobuf")
+        self.assertEqual(r.status, 400, r.data)
+
+
 class TestWatch(ServerCase):
     extra_args = ["--bookmark-lead", "2"]
 

@@ -27,13 +27,25 @@ using namespace std::chrono_literals;
 const std::string kData = ::okna::testing::kTestDataDir;
 
 // Short backoffs so that retries happen within the test; watch timeouts long enough that a
-// normal server-side timeout does not interfere.
-const char* kConfig = R"(
+// normal server-side timeout does not interfere. Placement off: the agent watches its Node only.
+const char* kNodeOnlyConfig = R"(
 kubernetes:
   watchTimeoutSeconds: {min: 60, max: 90}
   backoff: {initialMs: 100, maxMs: 800}
 logging: {level: debug}
 placement: {enabled: false}   # these tests are about the Kubernetes side
+)";
+
+// Placement on, so that the agent also watches the node's Pods (what most tests here are about);
+// the compute role comes from a label lab-1 does not carry, so Placement is never needed and the
+// missing credentials do not keep the agent unready.
+const char* kConfig = R"(
+kubernetes:
+  watchTimeoutSeconds: {min: 60, max: 90}
+  backoff: {initialMs: 100, maxMs: 800}
+logging: {level: debug}
+nodeRoles: {roles: {compute: {label: okna-test/compute-never-set}}}
+placement: {cloudsFile: /nonexistent/okna-test/clouds.yaml}
 )";
 
 // The same, with informers reported failing after 2 s instead of 60.
@@ -125,7 +137,7 @@ TEST_F(AgentK8sTest, ReadyOnlyAfterBothInformersSynced) {
 }
 
 TEST_F(AgentK8sTest, RoleChangeOnLabelEditReachesTheAgent) {
-  auto agent = startAgent();
+  auto agent = startAgent(kNodeOnlyConfig);
   ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
   EXPECT_TRUE(hasRole(*agent, "compute"));
   EXPECT_FALSE(hasRole(*agent, "containers"));
@@ -269,7 +281,7 @@ TEST_F(AgentK8sTest, ApiServerRestartAsARealOneIsFollowedByACachedRelist) {
 // what --dry-run prints for the same Node and Pods (here with Placement planned: the reservation
 // from the pods), and the appliers' own state sits next to it.
 TEST_F(AgentK8sTest, LivePlanWithoutTheAppliersIsTheDryRunOfTheSameNodeAndPods) {
-  std::string config = kConfig;
+  std::string config = kNodeOnlyConfig;
   config.replace(config.find("placement: {enabled: false}"), 27,
                  "placement: {cloud: okc9-no-such-cloud}");
   auto agent = startAgent(config);
@@ -373,6 +385,132 @@ TEST_F(AgentK8sTest, MissingRbacIsReportedByName) {
             std::string::npos)
       << body;
   EXPECT_EQ(agent->get("/readyz").status, 503);
+}
+
+// Issue 27 (fault matrix, Kubernetes API): throttled with 429 and a Retry-After longer than the
+// agent's own backoff (800 ms here), the informer waits what the server asks, every time (no
+// tight loop), and a label change made meanwhile is there once the server answers again.
+TEST_F(AgentK8sTest, TooManyRequestsWaitsTheRetryAfterAndMissesNoChange) {
+  auto agent = startAgent();
+  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
+  ASSERT_TRUE(waitFor([&] { return openWatches() == 2; }, 10s));
+  ASSERT_EQ(server_
+                ->control("POST",
+                          "fail-next?count=100000&status=429&retryAfter=3&path=/api/v1/nodes&"
+                          "method=GET")
+                .status,
+            200);
+  server_->control("DELETE", "requests");
+  ASSERT_EQ(server_->control("POST", "drop-watches").status, 200);
+  // The change the agent must not miss: made while it is throttled.
+  auto r = server_->admin("PATCH", "/api/v1/nodes/lab-1",
+                          R"({"metadata":{"labels":{"node-role.openkeel.io/containers":""}}})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto nodeGets = [&] {
+    std::vector<double> t;
+    for (const auto& req : requests())
+      if (req["path"] == "/api/v1/nodes" && req["method"] == "GET") t.push_back(req["t"]);
+    return t;
+  };
+  ASSERT_TRUE(waitFor([&] { return nodeGets().size() >= 3; }, 20s)) << requests().dump();
+  const auto t = nodeGets();
+  for (size_t i = 1; i < t.size(); ++i)
+    EXPECT_GE(t[i] - t[i - 1], 2.9)
+        << "request " << i << " came before the Retry-After: " << requests().dump();
+  EXPECT_FALSE(hasRole(*agent, "containers")) << "not seen yet: the server has not answered";
+
+  ASSERT_EQ(server_->control("DELETE", "fail-next").status, 200);
+  ASSERT_TRUE(waitFor([&] { return hasRole(*agent, "containers"); }, 20s)) << agent->log();
+  EXPECT_EQ(agent->get("/readyz").status, 200);
+}
+
+// Issue 27 (fault matrix, Kubernetes API): the API server's certificate and CA rotate (the
+// kubelet updates a projected ca.crt in place). The connections open at the time keep working;
+// the next ones must verify against the new CA, read from the file again, not a cached copy.
+TEST_F(AgentK8sTest, RotatedServerCertificateAndCaAreFollowed) {
+  auto agent = startAgent();
+  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
+  ASSERT_TRUE(waitFor([&] { return openWatches() == 2; }, 10s));
+  ASSERT_EQ(server_->control("POST", "rotate-tls").status, 200);
+  // Every connection closes (a second of refusal, watches dropped, kept-alive connections closed
+  // at their next request): what follows is new TLS handshakes only, with the new certificate.
+  ASSERT_EQ(server_->control("POST", "refuse?seconds=1&drop=1").status, 200);
+  // (Our own client is refused too until then.)
+  ASSERT_TRUE(waitFor(
+      [&] {
+        return server_
+                   ->admin("PATCH", "/api/v1/nodes/lab-1",
+                           R"({"metadata":{"labels":{"node-role.openkeel.io/containers":""}}})")
+                   .status == 200;
+      },
+      10s));
+  ASSERT_TRUE(waitFor([&] { return hasRole(*agent, "containers"); }, 20s)) << agent->log();
+  ASSERT_TRUE(waitFor([&] { return openWatches() == 2; }, 10s)) << agent->log();
+  EXPECT_EQ(agent->get("/readyz").status, 200);
+}
+
+// Issue 27 (fault matrix, Kubernetes API): the service account token rotates: the old one is
+// refused (401) once the file holds the new one; the agent reads the file again and goes on.
+TEST_F(AgentK8sTest, RotatedTokenFileIsReadAgainAfterA401) {
+  const std::string tokenFile = server_->dir() + "/token";
+  std::ofstream(tokenFile) << FakeApiServer::kAgentToken;
+  const std::string kubeconfig = server_->dir() + "/token-kubeconfig";
+  std::ofstream(kubeconfig) << "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n"
+                            << "    server: " << server_->url() << "\n"
+                            << "    certificate-authority: " << server_->caFile() << "\n"
+                            << "users:\n- name: agent\n  user:\n    tokenFile: " << tokenFile
+                            << "\n"
+                            << "contexts:\n- name: agent\n  context: {cluster: fake, user: agent}\n"
+                            << "current-context: agent\n";
+  auto agent = std::make_unique<AgentProcess>(
+      server_->dir(), kConfig,
+      std::vector<std::string>{"--node-name", "lab-1", "--kubeconfig", kubeconfig});
+  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
+  ASSERT_TRUE(waitFor([&] { return openWatches() == 2; }, 10s));
+
+  ASSERT_EQ(
+      server_->control("POST", "token?user=node-agent&token=rotated-token-2&groups=node-agents")
+          .status,
+      200);
+  {
+    std::ofstream out(tokenFile + ".new");
+    out << "rotated-token-2";
+  }
+  std::filesystem::rename(tokenFile + ".new", tokenFile);
+  ASSERT_EQ(
+      server_->control("DELETE", std::string("token?token=") + FakeApiServer::kAgentToken).status,
+      200);
+  ASSERT_EQ(server_->control("POST", "drop-watches").status, 200);
+  auto r = server_->admin("PATCH", "/api/v1/nodes/lab-1",
+                          R"({"metadata":{"labels":{"node-role.openkeel.io/containers":""}}})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_TRUE(waitFor([&] { return hasRole(*agent, "containers"); }, 20s)) << agent->log();
+  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
+  server_->control("DELETE", "requests");
+  ASSERT_TRUE(waitFor([&] { return openWatches() == 2; }, 10s));
+  for (const auto& req : requests()) EXPECT_EQ(req["status"], 200) << req.dump();
+}
+
+// A network-only agent (the chart's nocompute DaemonSet) runs with Placement off: it neither
+// watches nor lists Pods, so its service account needs no pods access at all (deploy/helm).
+TEST_F(AgentK8sTest, WithPlacementOffThePodsAreNeitherWatchedNorNeeded) {
+  server_.reset();
+  const std::string rbac = (std::filesystem::temp_directory_path() /
+                            ("okna-rbac-nodes-" + std::to_string(::getpid()) + ".json"))
+                               .string();
+  std::ofstream(rbac)
+      << R"({"node-agents": [{"resources": ["nodes"], "verbs": ["get", "list", "watch"]}]})";
+  server_ = std::make_unique<FakeApiServer>(std::vector<std::string>{kData + "/lab-1.node.yaml"},
+                                            std::vector<std::string>{"--rbac", rbac});
+  std::filesystem::remove(rbac);
+  auto agent = startAgent(kNodeOnlyConfig);
+  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
+  ASSERT_TRUE(waitFor([&] { return openWatches() == 1; }, 10s));
+  const std::string verbose = agent->get("/readyz?verbose").body;
+  EXPECT_EQ(verbose.find("pod-informer"), std::string::npos) << verbose;
+  for (const auto& req : requests())
+    EXPECT_EQ(req.dump().find("/api/v1/pods"), std::string::npos) << req.dump();
+  EXPECT_TRUE(hasRole(*agent, "compute")) << "the role is still derived, only Placement is off";
 }
 
 }  // namespace

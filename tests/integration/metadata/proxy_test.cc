@@ -273,6 +273,40 @@ TEST_P(ProxyIntegrationTest, SlowNovaIsA504WithinTheTimeout) {
   EXPECT_EQ(metric("okna_metadata_nova_errors_total{reason=\"timeout\"}"), 1);
 }
 
+// Issue 27, point 4: behind a hung Nova, the request queued behind maxInFlightPerNamespace
+// waited for the first ones to time out, then for its own timeout (16-32 s with the defaults,
+// past cloud-init's 10 s). Every request is answered within its deadline: those in flight with
+// 504 (their transfer cut to the deadline), the queued one with 503.
+TEST_P(ProxyIntegrationTest, HungNovaEveryRequestAnsweredWithinItsDeadline) {
+  constexpr int kSlots = 2;
+  config_.limits.maxInFlightPerNamespace = kSlots;
+  config_.limits.requestDeadline = std::chrono::milliseconds(1000);
+  // nova.timeout stays 8 s: the deadline is what bounds the wait.
+  startFakeNova();
+  startServer();
+  control("POST", "/_control/delay?ms=60000");  // hung
+  std::vector<std::unique_ptr<RawClient>> vms;
+  for (int i = 0; i <= kSlots; ++i) vms.push_back(std::make_unique<RawClient>(port_));
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kSlots; ++i)
+    ASSERT_TRUE(vms[static_cast<std::size_t>(i)]->send(getRequest("/in-flight")));
+  // The in-flight ones reach Nova before the last one is sent, so that it is the one queued.
+  ASSERT_TRUE(waitFor([&] { return control("GET", "/_control/stats")["requests"] == kSlots; },
+                      std::chrono::seconds(10)));
+  ASSERT_TRUE(vms.back()->send(getRequest("/queued")));
+  std::vector<int> statuses;
+  for (auto& vm : vms) {
+    auto r = vm->read(std::chrono::seconds(5));
+    const auto took = std::chrono::steady_clock::now() - start;
+    ASSERT_TRUE(r) << "no answer within 5 s";
+    EXPECT_LT(took, std::chrono::milliseconds(2500)) << "the deadline is 1 s";
+    statuses.push_back(static_cast<int>(r->status));
+  }
+  EXPECT_EQ(statuses, (std::vector<int>{504, 504, 503}));
+  EXPECT_EQ(control("GET", "/_control/stats")["requests"], kSlots) << "the queued one never left";
+  EXPECT_EQ(metric("okna_metadata_requests_total{code=\"503\"}"), 1);
+}
+
 TEST_P(ProxyIntegrationTest, KeepAliveOnBothSides) {
   startFakeNova();
   startServer();

@@ -3,6 +3,9 @@
 // invalid mappings value applies nothing for that key and raises a Node Event; /readyz waits
 // for the OVSDB. Needs the agent wiring (--ovsdb flag, ovs: section; /tmp/ovs-agent-wiring.patch).
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -29,7 +32,7 @@ kubernetes:
   watchTimeoutSeconds: {min: 60, max: 90}
   backoff: {initialMs: 100, maxMs: 800}
 logging: {level: debug}
-ovs: {drainTimeoutSeconds: 0, stateFile: ""}
+ovs: {drainTimeoutSeconds: 0, stateFile: "", vswitchdRunDir: ""}   # no ovs-vswitchd here
 placement: {enabled: false}   # about OVS only
 metadata: {enabled: false}    # lab-1 is a compute node: metadata has its own end-to-end test
 )";
@@ -112,7 +115,34 @@ TEST_F(AgentOvsTest, NotReadyWhileOvsdbIsDownAndReassertedAfter) {
       20s))
       << agent_->log();
   ASSERT_TRUE(waitFor([&] { return agent_->get("/readyz").status == 200; }, 10s));
-  EXPECT_GE(agent_->metric("okna_ovsdb_reconnects_total"), 1);
+  EXPECT_GE(agent_->metric(R"(okna_ovsdb_reconnects_total{db="Open_vSwitch"})"), 1);
+}
+
+// The chart's network-only agent (deploy/helm: the nocompute DaemonSet, gateways) runs as root
+// with every capability dropped: with Placement and metadata off it needs none. Here it runs with
+// an empty bounding set (so nothing it execs, and not itself, holds a capability) and still makes
+// the node a gateway chassis and follows its labels.
+TEST_F(AgentOvsTest, TheNetworkOnlyAgentNeedsNoCapability) {
+  if (::access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "/usr/bin/setpriv is not installed";
+  agent_.reset();
+  agent_ = std::make_unique<AgentProcess>(
+      server_->dir(), kConfig,
+      std::vector<std::string>{"--node-name", "lab-1", "--kubeconfig", server_->kubeconfig(),
+                               "--context", "node-agent", "--ovsdb", ovs_->remote()},
+      std::vector<std::string>{"/usr/bin/setpriv", "--bounding-set=-all", "--inh-caps=-all",
+                               "--ambient-caps=-all"});
+  std::ifstream status("/proc/" + std::to_string(agent_->process().pid()) + "/status");
+  std::string line, capEff;
+  while (std::getline(status, line))
+    if (line.rfind("CapEff:", 0) == 0) capEff = line;
+  EXPECT_EQ(capEff, "CapEff:\t0000000000000000");
+  ASSERT_TRUE(waitFor([&] { return agent_->get("/readyz").status == 200; }, 20s)) << agent_->log();
+  EXPECT_EQ(externalId(*ovs_, "ovn-cms-options"), "enable-chassis-as-gw,availability-zones=lab");
+  EXPECT_TRUE(bridgeExists(*ovs_, "br-ex"));
+  patchNode(R"({"metadata":{"labels":{"network.openkeel.io/external-nic":"bond1"}}})");
+  ASSERT_TRUE(
+      waitFor([&] { return ports(*ovs_, "br-ex") == std::vector<std::string>{"bond1"}; }, 10s))
+      << agent_->log();
 }
 
 }  // namespace

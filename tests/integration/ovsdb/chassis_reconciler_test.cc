@@ -5,11 +5,15 @@
 #include "ovsdb/chassis_reconciler.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <csignal>
 
 #include "core/health.h"
 #include "core/metrics.h"
 #include "ovsdb/ownership.h"
 #include "tests/fakes/chassis_plan.h"
+#include "tests/fakes/process.h"
 #include "tests/integration/ovsdb/ovs_test_util.h"
 
 namespace okna::ovsdb {
@@ -197,17 +201,60 @@ TEST_F(ChassisReconcilerTest, StateIsReassertedAfterTheServerIsKilledAndRestarte
            bridgeExists(*ovs_, "br-ex");
   }));
   ASSERT_TRUE(loop_.runUntil([&] {
-    return okna::testing::metricValue(metricsText(), "okna_ovsdb_reconnects_total") >= 1;
+    return okna::testing::metricValue(metricsText(),
+                                      R"(okna_ovsdb_reconnects_total{db="Open_vSwitch"})") >= 1;
   })) << metricsText();
   // A plain kill + restart on the same database: nothing to do, still connected and ready.
-  const double reconnects =
-      okna::testing::metricValue(metricsText(), "okna_ovsdb_reconnects_total");
+  const double reconnects = okna::testing::metricValue(
+      metricsText(), R"(okna_ovsdb_reconnects_total{db="Open_vSwitch"})");
   ovs_->restart();
   ASSERT_TRUE(loop_.runUntil([&] {
-    return okna::testing::metricValue(metricsText(), "okna_ovsdb_reconnects_total") > reconnects &&
+    return okna::testing::metricValue(
+               metricsText(), R"(okna_ovsdb_reconnects_total{db="Open_vSwitch"})") > reconnects &&
            ready();
   })) << metricsText();
   EXPECT_EQ(externalId(*ovs_, "ovn-cms-options"), "enable-chassis-as-gw");
+}
+
+// Issue 27, point 3: with ovs-vswitchd SIGKILLed, OVSDB still showed every port and ofport and
+// /readyz stayed green. A real ovs-vswitchd (dummy datapath: nothing reaches the kernel) on the
+// server's database: killed, the chassis is not ready and says why; restarted, ready again.
+TEST_F(ChassisReconcilerTest, NotReadyWhileOvsVswitchdIsKilledReadyOnceItIsBack) {
+  const std::string binary = "/usr/sbin/ovs-vswitchd";
+  if (::access(binary.c_str(), X_OK) != 0) GTEST_SKIP() << binary << " is not installed";
+  const std::string dir = ovs_->dir();
+  const auto startVswitchd = [&] {
+    return std::make_unique<okna::testing::Process>(
+        std::vector<std::string>{binary, ovs_->remote(), "--pidfile=" + dir + "/ovs-vswitchd.pid",
+                                 "--unixctl=" + dir + "/ovs-vswitchd.ctl",
+                                 "--log-file=" + dir + "/ovs-vswitchd.log", "-vconsole:off",
+                                 "--disable-system", "--enable-dummy=override"},
+        dir + "/ovs-vswitchd.out");
+  };
+  auto vswitchd = startVswitchd();
+  OvsConfig c;
+  c.enabled = true;
+  c.remote = ovs_->remote();
+  c.stateFile = "";
+  c.vswitchdRunDir = dir;
+  c.vswitchdCheckInterval = std::chrono::milliseconds(200);
+  auto r = std::make_unique<ChassisReconciler>(io_, c, metrics_, health_, nullptr);
+  okna::testing::planAndUpdate(*r, node({}), {"network"});
+  ASSERT_TRUE(loop_.runUntil([&] { return ready(); })) << readinessDetail() << vswitchd->log();
+
+  vswitchd->signal(SIGKILL);
+  ASSERT_TRUE(vswitchd->waitExit(std::chrono::seconds(10)));
+  ASSERT_TRUE(loop_.runUntil([&] { return !ready(); })) << readinessDetail();
+  EXPECT_NE(readinessDetail().find("ovs-vswitchd is not running (pid "), std::string::npos)
+      << readinessDetail();
+  EXPECT_NE(readinessDetail().find("Connection refused"), std::string::npos) << readinessDetail();
+  EXPECT_EQ(okna::testing::metricValue(metricsText(), "okna_ovsdb_vswitchd_running"), 0);
+  EXPECT_TRUE(okna::testing::externalId(*ovs_, "ovn-cms-options").has_value())
+      << "the local OVSDB still answers: only ovs-vswitchd is gone";
+
+  vswitchd = startVswitchd();
+  ASSERT_TRUE(loop_.runUntil([&] { return ready(); })) << readinessDetail() << vswitchd->log();
+  EXPECT_EQ(okna::testing::metricValue(metricsText(), "okna_ovsdb_vswitchd_running"), 1);
 }
 
 TEST_F(ChassisReconcilerTest, OwnershipSurvivesANewAgentProcess) {

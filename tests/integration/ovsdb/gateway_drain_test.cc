@@ -6,10 +6,14 @@
 // agent process continues the same drain.
 #include <gtest/gtest.h>
 
+#include <spdlog/sinks/ostream_sink.h>
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/health.h"
+#include "core/logging.h"
 #include "core/metrics.h"
 #include "k8s/events.h"
 #include "ovsdb/chassis_reconciler.h"
@@ -230,6 +234,60 @@ TEST_F(GatewayDrainTest, ANewAgentProcessContinuesTheSameDrain) {
   EXPECT_TRUE(networkKept());
   sb_->sbctl({"clear", "Port_Binding", binding_, "chassis"});
   ASSERT_TRUE(loop_.runUntil([&] { return networkGone(); }, 10s));
+}
+
+// Issue 27, point 2: a Southbound outage showed only in /readyz: no log line, and
+// okna_ovsdb_reconnects_total (which counted the local OVSDB alone) stayed 0. Each loss and each
+// recovery is logged once, however many reconnection attempts fail in between, and counted under
+// the database's name.
+TEST_F(GatewayDrainTest, ASouthboundOutageIsLoggedOnceAndCountedUnderItsDatabase) {
+  std::ostringstream lines;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(lines);
+  sink->set_pattern("%v");
+  auto logger = core::logger("ovsdb");
+  logger->sinks().push_back(sink);
+  struct Unhook {
+    std::shared_ptr<spdlog::logger> logger;
+    std::shared_ptr<spdlog::sinks::sink> sink;
+    ~Unhook() { std::erase(logger->sinks(), sink); }
+  } unhook{logger, sink};
+  const auto count = [&](const std::string& what) {
+    logger->flush();
+    const std::string text = lines.str();
+    std::size_t n = 0;
+    for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+    return n;
+  };
+  const std::string sbReconnects = R"(okna_ovsdb_reconnects_total{db="OVN_Southbound"})";
+  const std::string sbLosses = R"(okna_ovsdb_connection_losses_total{db="OVN_Southbound"})";
+
+  auto r = make(0s);
+  okna::testing::planAndUpdate(*r, gatewayNode(), {"network"});
+  ASSERT_TRUE(loop_.runUntil([&] { return seesGateway(*r) && converged(*r); }));
+  const auto sb = [&] { return r->snapshot()->sb; };
+  for (int outage = 1; outage <= 2; ++outage) {
+    sb_->kill();
+    // Down, and at least one reconnection attempt refused since the loss.
+    ASSERT_TRUE(loop_.runUntil(
+        [&] {
+          return !sb().connected && sb().connectionError.find("refused") != std::string::npos;
+        },
+        20s))
+        << sb().connectionError;
+    EXPECT_EQ(count("lost the connection to the Southbound DB"), static_cast<std::size_t>(outage))
+        << lines.str();
+    sb_->restart();
+    ASSERT_TRUE(
+        loop_.runUntil([&] { return sb().connected && metric(sbReconnects) == outage; }, 20s))
+        << metrics_.render();
+    EXPECT_EQ(metric(sbLosses), outage) << metrics_.render();
+    EXPECT_EQ(count("reconnected to the Southbound DB"), static_cast<std::size_t>(outage))
+        << lines.str();
+  }
+  // The local OVSDB never went away: its own series stay at 0.
+  EXPECT_EQ(metric(R"(okna_ovsdb_reconnects_total{db="Open_vSwitch"})"), 0) << metrics_.render();
+  EXPECT_EQ(metric(R"(okna_ovsdb_connection_losses_total{db="Open_vSwitch"})"), 0);
+  EXPECT_EQ(count("lost the connection to the Southbound DB"), 2u);
 }
 
 }  // namespace

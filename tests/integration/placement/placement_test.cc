@@ -256,6 +256,52 @@ TEST_F(PlacementIT, PlacementStoppedAndRestartedAgentCatchesUp) {
   testing::runScript(testing::kFixtures + "/stop.sh " + dir, dir + ".stop2.out");
 }
 
+// Issue 27 (fault matrix): Placement's database wiped and re-created empty (a restore gone wrong,
+// a new deployment on the same endpoint). Nothing changes on the node, so only the periodic
+// resync can notice: it must rebuild the provider, its inventories with the live reservation,
+// its nested hugepage providers and the traits, without a restart of the agent.
+TEST_F(PlacementIT, WipedDatabaseIsRebuiltAtTheNextResync) {
+  const std::string dir = *dir_ + "/wiped-" + name_;
+  ASSERT_TRUE(testing::runScript(testing::kFixtures + "/start-placement.sh " + dir, dir + ".out"))
+      << testing::readFile(dir + ".out");
+  const std::string url = testing::readFile(dir + "/url");
+  testing::Operator op(io_, http_, url);
+  config_.resyncInterval = 1s;
+  node_.labels = {{"trait.openkeel.io/CUSTOM_IT_WIPED", ""}};
+  auto r = agent(url);
+  okna::testing::planAndUpdate(*r, node_, {makePod(name_, "a", "2", "3Gi")});
+  ASSERT_TRUE(pushed(*r, 1));
+  const auto providers = [&] {
+    return op.call("GET", "/resource_providers?in_tree=" + uid_).body["resource_providers"].size();
+  };
+  ASSERT_EQ(providers(), 3u) << "the node and its two hugepage providers";
+
+  ASSERT_TRUE(testing::runScript(testing::kFixtures + "/stop.sh " + dir, dir + ".stop.out"));
+  std::filesystem::remove(dir + "/placement.db");
+  ASSERT_TRUE(testing::runScript(
+      "placement-manage --config-file " + dir + "/placement.conf db sync", dir + ".sync.out"))
+      << testing::readFile(dir + ".sync.out");
+  ASSERT_TRUE(testing::restartPlacement(dir));
+  ASSERT_TRUE(testing::runUntil(
+      io_,
+      [&] {
+        const auto got = op.call("GET", "/resource_providers/" + uid_ + "/traits");
+        return got.status == 200 && got.body["traits"].size() == 2 && providers() == 3;
+      },
+      60s))
+      << "not rebuilt: " << op.call("GET", "/resource_providers?in_tree=" + uid_).body.dump();
+  const json inv =
+      op.call("GET", "/resource_providers/" + uid_ + "/inventories").body["inventories"];
+  EXPECT_EQ(inv["VCPU"]["reserved"], 2);
+  EXPECT_EQ(inv["MEMORY_MB"]["reserved"], 3072);
+  EXPECT_EQ(op.call("GET", "/resource_providers/" + uid_ + "/traits")
+                .body["traits"]
+                .get<std::set<std::string>>(),
+            (std::set<std::string>{"COMPUTE_NODE", "CUSTOM_IT_WIPED"}));
+  r.reset();
+  testing::runScript(testing::kFixtures + "/stop.sh " + dir, dir + ".stop2.out");
+}
+
 // Issue 10: after a 409 the trait view is re-read too. An operator replaces the traits (as
 // `openstack resource provider trait set` does) and drops the cordon's COMPUTE_STATUS_DISABLED;
 // the agent's next write meets a 409 and must put the trait back.

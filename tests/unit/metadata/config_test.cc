@@ -28,6 +28,7 @@ TEST(MetadataConfigTest, Defaults) {
   EXPECT_EQ(c->limits.maxRequestHeaderBytes, 8192);
   EXPECT_EQ(c->limits.maxBodyBytes, 16384);
   EXPECT_EQ(c->limits.maxInFlightPerNamespace, 16);
+  EXPECT_EQ(c->limits.requestDeadline, std::chrono::seconds(9)) << "below cloud-init's 10 s";
   EXPECT_EQ(c->limits.headerTimeout, std::chrono::seconds(10));
   EXPECT_EQ(c->limits.idleTimeout, std::chrono::seconds(60));
   EXPECT_EQ(c->limits.maxConnectionsPerClient, 8);
@@ -58,6 +59,7 @@ limits:
   maxRequestHeaderBytes: 4096
   maxBodyBytes: 1024
   maxInFlightPerNamespace: 4
+  requestDeadlineSeconds: 6.5
   headerTimeoutSeconds: 1.5
   idleTimeoutSeconds: 30
   maxConnectionsPerClient: 3
@@ -83,6 +85,7 @@ limits:
   EXPECT_EQ(c->limits.maxRequestHeaderBytes, 4096);
   EXPECT_EQ(c->limits.maxBodyBytes, 1024);
   EXPECT_EQ(c->limits.maxInFlightPerNamespace, 4);
+  EXPECT_EQ(c->limits.requestDeadline, std::chrono::milliseconds(6500));
   EXPECT_EQ(c->limits.headerTimeout, std::chrono::milliseconds(1500));
   EXPECT_EQ(c->limits.idleTimeout, std::chrono::seconds(30));
   EXPECT_EQ(c->limits.maxConnectionsPerClient, 3);
@@ -125,6 +128,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"limits: {maxRequestHeaderBytes: 100}", "limits.maxRequestHeaderBytes"},
         BadCase{"limits: {maxBodyBytes: -1}", "limits.maxBodyBytes"},
         BadCase{"limits: {maxInFlightPerNamespace: 0}", "limits.maxInFlightPerNamespace"},
+        BadCase{"limits: {requestDeadlineSeconds: 0}", "limits.requestDeadlineSeconds"},
         BadCase{"limits: {headerTimeoutSeconds: 0}", "limits.headerTimeoutSeconds"},
         BadCase{"limits: {idleTimeoutSeconds: x}", "limits.idleTimeoutSeconds"},
         BadCase{"limits: {maxConnectionsPerClient: 0}", "limits.maxConnectionsPerClient"},

@@ -164,7 +164,15 @@ class ReconcilerTest : public ::testing::Test {
   void plug() {
     std::set<std::string> names;
     for (const auto& [port, iface] : ovs_.ports) names.insert(port);
-    r_->update(lastView_, "br-int", ports(names));
+    r_->update(lastView_, "br-int", ports(names), ports(names), vmIfaces_);
+    settle();
+  }
+
+  // A new Southbound view, the bridge's ports as they are and the VMs' interfaces vmIfaces_.
+  void see(const SbMetadataView& v) {
+    std::set<std::string> names;
+    for (const auto& [port, iface] : ovs_.ports) names.insert(port);
+    r_->update(v, "br-int", ports(names), ports(names), vmIfaces_);
     settle();
   }
 
@@ -197,6 +205,8 @@ class ReconcilerTest : public ::testing::Test {
   std::size_t settledAfter_ = 64;
   std::uint64_t version_ = 0;
   SbMetadataView lastView_;
+  // The iface-ids of the VM interfaces on br-int (the VMs of view() are "vm-<net>").
+  core::SharedValue<std::set<std::string>> vmIfaces_;
   std::unique_ptr<Reconciler> r_;
 };
 
@@ -575,6 +585,109 @@ TEST_F(ReconcilerTest, LookupByIpAndByIpv6LinkLocal) {
   // fa:16:3e:00:01:01 -> fe80::f816:3eff:fe00:101
   EXPECT_EQ(r_->lookup("net-a", "fe80::f816:3eff:fe00:101").size(), 1U);
   EXPECT_TRUE(r_->lookup("net-a", "fe80::1234").empty());
+}
+
+// Issue 27, point 1: an emptied Southbound once tore down every namespace while /readyz said
+// "metadata ok". The VMs' interfaces on br-int prove them still here: nothing goes, lookups
+// answer from the last view, readiness says why; all of it as before once the bindings are back.
+TEST_F(ReconcilerTest, AnEmptiedSouthboundRemovesNothingServesOnAndSaysWhy) {
+  r_->setActive(true);
+  vmIfaces_ = std::set<std::string>{"vm-net-a", "vm-net-b"};
+  see(view({"net-a", "net-b"}));
+  plug();
+  ASSERT_TRUE(ready());
+  const auto ensures = plumbing_.ensured.size();
+  const auto listens = plumbing_.listens.size();
+
+  see(view({}));
+  EXPECT_TRUE(plumbing_.removed.empty());
+  EXPECT_EQ(plumbing_.lists, 1) << "strays judged once, at the first synced view, not again";
+  EXPECT_EQ(listeners_.fds["net-a"].size(), 2U);
+  EXPECT_EQ(listeners_.fds["net-b"].size(), 2U);
+  EXPECT_EQ(ovs_.ports.size(), 2U);
+  EXPECT_FALSE(ovs_.prune);
+  EXPECT_FALSE(ready());
+  EXPECT_NE(readinessDetail().find("no VM port is bound to this chassis in the Southbound, but 2 "
+                                   "VM interface(s) are on br-int"),
+            std::string::npos)
+      << readinessDetail();
+  ASSERT_EQ(r_->lookup("net-a", "10.0.1.10").size(), 1U);
+  EXPECT_EQ(r_->lookup("net-a", "10.0.1.10")[0]->deviceId, "dev-vm-net-a");
+  EXPECT_EQ(r_->debugJson()["southbound"], readinessDetail());
+
+  // ovn-northd rebuilt it, ovn-controller claimed the ports again: served as they were, nothing
+  // set up anew.
+  see(view({"net-a", "net-b"}));
+  EXPECT_TRUE(ready()) << readinessDetail();
+  EXPECT_TRUE(ovs_.prune);
+  EXPECT_TRUE(plumbing_.removed.empty());
+  EXPECT_EQ(plumbing_.ensured.size(), ensures);
+  EXPECT_EQ(plumbing_.listens.size(), listens);
+}
+
+TEST_F(ReconcilerTest, ANetworkARestoredSouthboundLacksIsKeptUntilItsVmLeavesBrInt) {
+  r_->setActive(true);
+  vmIfaces_ = std::set<std::string>{"vm-net-a", "vm-net-b"};
+  see(view({"net-a", "net-b"}));
+  plug();
+  ASSERT_TRUE(ready());
+
+  // Restored from a backup older than net-b: net-a is back, net-b is not, its VM is here.
+  see(view({"net-a"}));
+  EXPECT_TRUE(plumbing_.removed.empty());
+  EXPECT_EQ(ovs_.ports.count("tapnet-b0"), 1U);
+  EXPECT_EQ(listeners_.fds["net-b"].size(), 2U);
+  EXPECT_FALSE(ready());
+  EXPECT_EQ(readinessDetail(),
+            "the Southbound lost VM ports that are still on br-int: kept ovnmeta-net-b: VM "
+            "port(s) vm-net-b still on br-int but not in the Southbound;");
+  const auto networks = r_->debugJson()["networks"];
+  ASSERT_EQ(networks.size(), 2U);
+  EXPECT_EQ(networks[1]["state"], "serving");
+  EXPECT_NE(networks[1]["lost"].get<std::string>().find("vm-net-b"), std::string::npos);
+
+  // The VM is deleted: its interface leaves br-int, and that proves the network gone.
+  vmIfaces_ = std::set<std::string>{"vm-net-a"};
+  see(view({"net-a"}));
+  EXPECT_EQ(plumbing_.removed, (std::vector<std::string>{"ovnmeta-net-b"}));
+  EXPECT_EQ(ovs_.ports.count("tapnet-b0"), 0U);
+  EXPECT_EQ(listeners_.fds.count("net-b"), 0U);
+  EXPECT_TRUE(ready()) << readinessDetail();
+}
+
+TEST_F(ReconcilerTest, ARestartWhileTheSouthboundIsEmptyPrunesNothing) {
+  // The agent starts while the Southbound has nothing for this chassis and br-int has a VM:
+  // the namespaces it finds are not strays, and their ports stay on the bridge.
+  plumbing_.existing = {"ovnmeta-net-a", "ovnmeta-net-b"};
+  r_->setActive(true);
+  vmIfaces_ = std::set<std::string>{"vm-net-a"};
+  r_->update(view({}), "br-int", ports({"tapnet-a0", "tapnet-b0"}), ports({"tapnet-a0"}),
+             vmIfaces_);
+  settle();
+  EXPECT_EQ(plumbing_.lists, 0);
+  EXPECT_TRUE(plumbing_.removed.empty());
+  EXPECT_FALSE(ovs_.prune);
+  EXPECT_FALSE(ready());
+  EXPECT_NE(readinessDetail().find("no VM port is bound to this chassis"), std::string::npos);
+  // The bindings are back: net-a is adopted, net-b (no VM here) is a stray and goes.
+  r_->update(view({"net-a"}), "br-int", ports({"tapnet-a0", "tapnet-b0"}), ports({"tapnet-a0"}),
+             vmIfaces_);
+  settle();
+  EXPECT_EQ(plumbing_.lists, 1);
+  EXPECT_EQ(plumbing_.removed, (std::vector<std::string>{"ovnmeta-net-b"}));
+}
+
+TEST_F(ReconcilerTest, AVmThatReallyLeftTakesItsNamespaceAlthoughOthersStay) {
+  // Unbound and off br-int: removed at once, as before, whatever else is on the bridge.
+  r_->setActive(true);
+  vmIfaces_ = std::set<std::string>{"vm-net-a", "vm-net-b", "some-other-vm"};
+  see(view({"net-a", "net-b"}));
+  plug();
+  vmIfaces_ = std::set<std::string>{"vm-net-b", "some-other-vm"};
+  see(view({"net-b"}));
+  EXPECT_EQ(plumbing_.removed, (std::vector<std::string>{"ovnmeta-net-a"}));
+  EXPECT_EQ(ovs_.ports.count("tapnet-a0"), 0U);
+  EXPECT_TRUE(ready()) << readinessDetail();
 }
 
 }  // namespace

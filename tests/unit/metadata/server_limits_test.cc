@@ -630,6 +630,87 @@ TEST_F(ServerTest, InFlightLimitQueuesInOrder) {
   EXPECT_EQ(b.read()->body, "b");
 }
 
+// Issue 27, point 4: behind a hung Nova, a request queued for a Nova slot waited until a slot
+// freed (16-32 s with the defaults, past cloud-init's 10 s). Its deadline counts from its
+// arrival: still queued then, it gets 503; the one in flight gets only what is left of it.
+TEST_F(ServerTest, AQueuedRequestGets503AtItsDeadlineWhileNovaHangs) {
+  config_.limits.requestDeadline = std::chrono::milliseconds(300);
+  start();
+  RawClient a(port_), b(port_);
+  ASSERT_TRUE(a.send(getRequest("/a")));
+  auto pa = nextNova();  // never answered: Nova hangs
+  ASSERT_TRUE(pa);
+  EXPECT_GT(pa->request.totalTimeout.count(), 0);
+  EXPECT_LE(pa->request.totalTimeout, std::chrono::milliseconds(300))
+      << "Nova gets what is left of the request's deadline, not nova.timeout";
+  const auto sent = std::chrono::steady_clock::now();
+  ASSERT_TRUE(b.send(getRequest("/b")));
+  auto r = b.read(std::chrono::seconds(5));
+  const auto took = std::chrono::steady_clock::now() - sent;
+  ASSERT_TRUE(r) << "the queued request got no answer within 5 s";
+  EXPECT_EQ(r->status, 503);
+  EXPECT_GE(took, std::chrono::milliseconds(250)) << "not before its deadline";
+  EXPECT_LT(took, std::chrono::milliseconds(1500)) << "promptly at its deadline";
+  EXPECT_EQ(loop_.run([&] { return http_.next(); }), nullptr) << "b never reached Nova";
+  EXPECT_EQ(metric("okna_metadata_requests_total{code=\"503\"}"), 1);
+  // The connection stays open (keep-alive); its next request queues afresh and expires alone.
+  ASSERT_TRUE(b.send(getRequest("/b2")));
+  r = b.read(std::chrono::seconds(5));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  // Once the slot frees, the next request goes to Nova, once (no stale queue entry sends it).
+  answer(pa, 200, "a");
+  EXPECT_EQ(a.read()->body, "a");
+  ASSERT_TRUE(b.send(getRequest("/b3")));
+  auto pb = nextNova();
+  ASSERT_TRUE(pb);
+  EXPECT_NE(pb->request.url.find("/b3"), std::string::npos) << pb->request.url;
+  answer(pb, 200, "b3");
+  EXPECT_EQ(b.read()->body, "b3");
+  EXPECT_EQ(loop_.run([&] { return http_.next(); }), nullptr);
+}
+
+TEST_F(ServerTest, ARequestQueuedBehindItsOwnVmGets503AtItsDeadline) {
+  config_.limits.maxInFlightPerNamespace = 4;
+  config_.limits.maxInFlightPerClient = 1;
+  config_.limits.requestDeadline = std::chrono::milliseconds(300);
+  start();
+  RawClient a1(port_), a2(port_);
+  ASSERT_TRUE(a1.send(getRequest("/a1")));
+  auto p1 = nextNova();
+  ASSERT_TRUE(p1);
+  ASSERT_TRUE(a2.send(getRequest("/a2")));
+  auto r = a2.read(std::chrono::seconds(5));
+  ASSERT_TRUE(r) << "the request queued for its VM's slot got no answer within 5 s";
+  EXPECT_EQ(r->status, 503);
+  answer(p1, 200, "a1");
+  EXPECT_EQ(a1.read()->body, "a1");
+  EXPECT_EQ(loop_.run([&] { return http_.next(); }), nullptr) << "a2 never reached Nova";
+}
+
+TEST_F(ServerTest, ARequestThatWaitedForASlotGetsOnlyWhatIsLeftOfItsDeadline) {
+  config_.limits.requestDeadline = std::chrono::seconds(5);
+  config_.nova.timeout = std::chrono::seconds(8);
+  start();
+  RawClient a(port_), b(port_);
+  ASSERT_TRUE(a.send(getRequest("/a")));
+  auto pa = nextNova();
+  ASSERT_TRUE(pa);
+  EXPECT_LE(pa->request.totalTimeout, std::chrono::seconds(5)) << "the deadline, below 8 s";
+  EXPECT_GT(pa->request.totalTimeout, std::chrono::seconds(4));
+  ASSERT_TRUE(b.send(getRequest("/b")));
+  ASSERT_TRUE(waitFor([&] { return loop_.run([&] { return lookup_.calls; }) == 2; },
+                      std::chrono::seconds(10)));
+  answer(pa, 200, "a");
+  auto pb = nextNova();
+  ASSERT_TRUE(pb);
+  EXPECT_LT(pb->request.totalTimeout, std::chrono::seconds(5)) << "b waited for its slot";
+  EXPECT_GT(pb->request.totalTimeout, std::chrono::seconds(1));
+  EXPECT_LE(pb->request.connectTimeout, pb->request.totalTimeout);
+  answer(pb, 200, "b");
+  EXPECT_EQ(b.read()->body, "b");
+}
+
 TEST_F(ServerTest, NovaFailureMapped) {
   start();
   RawClient c(port_);

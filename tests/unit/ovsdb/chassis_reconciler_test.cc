@@ -121,6 +121,40 @@ TEST_F(ChassisReconcilerUnitTest, ReadyOnceTheFirstDesiredStateIsApplied) {
             std::string::npos);
 }
 
+// Issue 27, point 3: /readyz stayed green while ovs-vswitchd was dead (OVSDB still showed the
+// ports and their ofport). The chassis is not ready while the probe finds it gone, with why.
+TEST_F(ChassisReconcilerUnitTest, NotReadyWhileOvsVswitchdIsGoneReadyWhenItIsBack) {
+  class ScriptedProbe final : public VswitchdProbe {
+   public:
+    explicit ScriptedProbe(std::shared_ptr<VswitchdStatus> status) : status_(std::move(status)) {}
+    VswitchdStatus check() override { return *status_; }
+
+   private:
+    std::shared_ptr<VswitchdStatus> status_;
+  };
+  auto status = std::make_shared<VswitchdStatus>(VswitchdStatus{true, "pid 7, unixctl x"});
+  auto r = make();
+  r->setVswitchdProbe(std::make_unique<ScriptedProbe>(status));
+  planAndUpdate(*r, gatewayNode(), {"network"});
+  clock_.runFor(1s);
+  ASSERT_TRUE(health_.ready()) << health_.readiness()[0].detail;
+  EXPECT_EQ(metric("okna_ovsdb_vswitchd_running"), 1);
+  *status = {false, "pid 7: /run/openvswitch/ovs-vswitchd.7.ctl: Connection refused"};
+  // Nothing changes in OVSDB (its ports and ofports stay as they were): the check finds it.
+  clock_.runFor(3s);
+  EXPECT_FALSE(health_.ready());
+  EXPECT_NE(health_.readiness()[0].detail.find("ovs-vswitchd is not running (pid 7: "
+                                               "/run/openvswitch/ovs-vswitchd.7.ctl: Connection "
+                                               "refused)"),
+            std::string::npos)
+      << health_.readiness()[0].detail;
+  EXPECT_EQ(metric("okna_ovsdb_vswitchd_running"), 0);
+  *status = {true, "pid 8, unixctl y"};
+  clock_.runFor(3s);
+  EXPECT_TRUE(health_.ready()) << health_.readiness()[0].detail;
+  EXPECT_EQ(metric("okna_ovsdb_vswitchd_running"), 1);
+}
+
 TEST_F(ChassisReconcilerUnitTest, NetworkStaysUntilTheDrainTimeoutThenGoes) {
   auto r = convergedGateway(120s);
   planAndUpdate(*r, plainNode(), {"compute"});

@@ -46,6 +46,22 @@ ovs:
   EXPECT_EQ(c->stateFile, "/state/ovs.json");
 }
 
+TEST(OvsConfig, OvsVswitchdIsLookedForNextToAUnixRemoteUnlessTold) {
+  auto c = parse("ovs: {remote: 'unix:/run/ovs/db.sock'}");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_FALSE(c->vswitchdRunDir.has_value());
+  EXPECT_EQ(resolveVswitchdRunDir(*c), "/run/ovs");
+  c = parse("ovs: {remote: 'tcp:10.0.0.1:6640'}");
+  EXPECT_EQ(resolveVswitchdRunDir(*c), "") << "ovs-vswitchd is on another host";
+  c = parse("ovs: {vswitchdRunDir: /host/run/openvswitch}");
+  EXPECT_EQ(resolveVswitchdRunDir(*c), "/host/run/openvswitch");
+  c = parse("ovs: {vswitchdRunDir: ''}");
+  EXPECT_EQ(resolveVswitchdRunDir(*c), "") << "\"\": no check";
+  c = parse("ovs: {vswitchdRunDir: relative/dir}");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message.find("ovs.vswitchdRunDir"), std::string::npos) << c.error().message;
+}
+
 TEST(OvsConfig, ErrorsNameTheField) {
   const auto error = [](const std::string& yaml) {
     auto c = parse(yaml);

@@ -25,6 +25,25 @@ DesiredMetadataOvs wanting(std::map<std::string, std::string> ports, bool prune 
 const std::map<std::string, std::string> kMarked = {{"iface-id", "md-port"},
                                                     {"openkeel-node-agent", "metadata"}};
 
+TEST(MetadataPorts, VmInterfacesAreThoseOsVifPlugsNotMetadataPorts) {
+  // What the metadata planner judges a Southbound that lost this chassis's bindings by.
+  const ObservedBridgeIfaceIds ids = {
+      {"tapvm1", {{"iface-id", "vm-port-1"}, {"attached-mac", "fa:16:3e:00:00:11"}}},
+      {"tapvm2", {{"iface-id", "vm-port-2"}, {"attached-mac", "fa:16:3e:00:00:12"}}},
+      // The agent's metadata port, and one Neutron's agent plugged (no attached-mac).
+      {"tapabc0", kMarked},
+      {"tapdef0", {{"iface-id", "other-md-port"}}},
+      // A port without an iface-id (a patch port, a tunnel) names no logical port.
+      {"tapx", {{"attached-mac", "fa:16:3e:00:00:13"}}},
+      {"tapy", {{"iface-id", ""}, {"attached-mac", "fa:16:3e:00:00:14"}}},
+  };
+  EXPECT_EQ(vmIfaceIdsOf(ids), (std::set<std::string>{"vm-port-1", "vm-port-2"}));
+  auto markedVm = ids;
+  markedVm["tapvm1"]["openkeel-node-agent"] = "metadata";
+  EXPECT_EQ(vmIfaceIdsOf(markedVm), (std::set<std::string>{"vm-port-2"}));
+  EXPECT_TRUE(vmIfaceIdsOf({}).empty());
+}
+
 TEST(MetadataPorts, MissingPortIsAddedWithIfaceIdAndMark) {
   const auto ops = diffMetadataPorts(wanting({{"tapabc0", "md-port"}}), bridgeWith({"br-int"}), {});
   ASSERT_EQ(ops.size(), 1U);

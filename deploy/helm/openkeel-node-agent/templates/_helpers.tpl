@@ -34,6 +34,68 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
 {{/*
+The DaemonSets of this release, as a JSON list of variants (README "Secrets only where they are
+used"): ["compute", "nocompute"] when the pods are placed by roles that include compute and
+another one, so that only nodes with the compute role mount the Placement clouds.yaml and Nova's
+shared secret, and the others (gateways, often facing the internet) run unprivileged without
+them; ["all"] (one DaemonSet, as before) with secretsOnComputeOnly false, a single role, or raw
+placement overrides (nodeSelector, affinity), whose intent the chart cannot split.
+*/}}
+{{- define "okna.variants" -}}
+{{- $p := .Values.placement -}}
+{{- $roles := include "okna.placedRoles" . | fromJsonArray -}}
+{{- if or (not .Values.secretsOnComputeOnly) $p.role $p.nodeSelector $p.affinity (not (has "compute" $roles)) (eq (len $roles) 1) -}}
+["all"]
+{{- else -}}
+{{- $compute := include "okna.role" (dict "root" . "role" "compute") | fromYaml -}}
+{{- if not $compute.label -}}
+{{- fail "secretsOnComputeOnly needs a label for the compute role (global.nodeRoles.roles.compute.label): the network-only DaemonSet excludes nodes by that label, which a compute role given by nodeSelectorTerms does not have; set secretsOnComputeOnly: false to run one DaemonSet" -}}
+{{- end -}}
+["compute","nocompute"]
+{{- end -}}
+{{- end -}}
+
+{{/* Per variant: "-nocompute" for the network-only DaemonSet, "" for the others. */}}
+{{- define "okna.variantSuffix" -}}
+{{- if eq . "nocompute" }}-nocompute{{ end -}}
+{{- end -}}
+
+{{/* The DaemonSet's (and its config key's) name. Call: include "okna.variantName" (dict "root" $ "variant" v) */}}
+{{- define "okna.variantName" -}}
+{{- $suffix := include "okna.variantSuffix" .variant -}}
+{{- printf "%s%s" (include "okna.fullname" .root | trunc (int (sub 63 (len $suffix))) | trimSuffix "-") $suffix -}}
+{{- end -}}
+
+{{/*
+The pods' selector labels. The network-only pods carry an app.kubernetes.io/name of their own,
+so that the two DaemonSets' selectors never overlap, and the compute (or single) DaemonSet keeps
+the selector of earlier releases (a selector is immutable: an upgrade could not change it).
+*/}}
+{{- define "okna.variantSelectorLabels" -}}
+app.kubernetes.io/name: {{ printf "%s%s" (include "okna.name" .root) (include "okna.variantSuffix" .variant) }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+{{- end -}}
+
+{{/* The service account of a variant: the network-only agents have one of their own, without pods access. */}}
+{{- define "okna.variantServiceAccountName" -}}
+{{- $name := include "okna.serviceAccountName" .root -}}
+{{- if and .root.Values.serviceAccount.create (eq .variant "nocompute") -}}
+{{- printf "%s-nocompute" ($name | trunc 53 | trimSuffix "-") -}}
+{{- else -}}
+{{- $name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Every service account the release's pods run as, once each (JSON list). */}}
+{{- define "okna.serviceAccountNames" -}}
+{{- $names := list -}}
+{{- range include "okna.variants" . | fromJsonArray -}}
+{{- $names = append $names (include "okna.variantServiceAccountName" (dict "root" $ "variant" .)) -}}
+{{- end -}}
+{{- $names | uniq | toJson -}}
+{{- end -}}
+
+{{/*
 okna.role: the effective definition of one role, as YAML {label?, taint, nodeSelectorTerms?}.
 global.nodeRoles.roles.<role> wins field by field over the profile's defaults: label
 node-role.openkeel.io/<role> (default profile) or node-restriction.kubernetes.io/openkeel-<role>
@@ -72,23 +134,39 @@ extraTolerations. forceDownscale adds a nodeSelector on a reserved
 label no node carries, whatever else is set.
 */}}
 {{- define "okna.placement" -}}
+{{- $variant := .variant -}}
+{{- with .root -}}
+{{- $root := . -}}
 {{- $p := .Values.placement -}}
 {{- $roles := include "okna.placedRoles" . | fromJsonArray -}}
+{{- $computeLabel := (include "okna.role" (dict "root" . "role" "compute") | fromYaml).label -}}
 {{- $nodeSelector := dict -}}
 {{- $terms := list -}}
 {{- $tolerations := list -}}
 {{- range $roles -}}
-{{- $r := include "okna.role" (dict "root" $ "role" .) | fromYaml -}}
+{{- $r := include "okna.role" (dict "root" $root "role" .) | fromYaml -}}
+{{- /* Each DaemonSet tolerates the taints of every placed role: a compute node may be a gateway too. */ -}}
+{{- $tolerations = append $tolerations (dict "key" $r.taint.key "operator" "Exists" "effect" $r.taint.effect) -}}
+{{- if or (eq $variant "all") (eq (eq . "compute") (eq $variant "compute")) -}}
+{{- $roleTerms := list -}}
 {{- if $r.label -}}
 {{- if $p.role -}}
 {{- $_ := set $nodeSelector $r.label "" -}}
 {{- else -}}
-{{- $terms = append $terms (dict "matchExpressions" (list (dict "key" $r.label "operator" "In" "values" (list "")))) -}}
+{{- $roleTerms = list (dict "matchExpressions" (list (dict "key" $r.label "operator" "In" "values" (list "")))) -}}
 {{- end -}}
 {{- else -}}
-{{- $terms = concat $terms $r.nodeSelectorTerms -}}
+{{- $roleTerms = $r.nodeSelectorTerms -}}
 {{- end -}}
-{{- $tolerations = append $tolerations (dict "key" $r.taint.key "operator" "Exists" "effect" $r.taint.effect) -}}
+{{- range $roleTerms -}}
+{{- $term := deepCopy . -}}
+{{- if eq $variant "nocompute" -}}
+{{- /* The exact complement of the compute DaemonSet's term: the agent grants a role only for the empty value. */ -}}
+{{- $_ := set $term "matchExpressions" (append ($term.matchExpressions | default list) (dict "key" $computeLabel "operator" "NotIn" "values" (list ""))) -}}
+{{- end -}}
+{{- $terms = append $terms $term -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- $tolerations = concat $tolerations ($p.extraTolerations | default list) -}}
 {{- /* A node agent must outlive any taint while VMs run on its node (seed 000 § 4.1's
@@ -119,6 +197,7 @@ global.placementDefaults.priorityClasses.infra), else system-node-critical. */ -
 {{- with ($p.priorityClassName | default $classes.infra | default "system-node-critical") }}
 priorityClassName: {{ . }}
 {{- end }}
+{{- end }}
 {{- end -}}
 
 {{/* The nodeRoles section of the agent's config: the same roles the chart placed the pods with. */}}
@@ -132,8 +211,10 @@ priorityClassName: {{ . }}
 {{- toYaml $out -}}
 {{- end -}}
 
+{{/* Call: include "okna.privileged" (dict "root" $ "variant" v); the network-only agents have no metadata. */}}
 {{- define "okna.privileged" -}}
-{{- if or .Values.securityContext.privileged (and .Values.metadata.enabled (eq .Values.metadata.netnsMountPropagation "Bidirectional")) -}}
+{{- $v := .root.Values -}}
+{{- if or $v.securityContext.privileged (and $v.metadata.enabled (ne .variant "nocompute") (eq $v.metadata.netnsMountPropagation "Bidirectional")) -}}
 true
 {{- end -}}
 {{- end -}}
