@@ -44,7 +44,10 @@ core::Result<nlohmann::json> readMetadataPlanOnce(const ovsdb::OvsConfig& ovs,
     return core::makeError("metadata: the Southbound view is not complete after " +
                            std::to_string(timeout.count()) + " ms: " + view.notSyncedReason);
 
-  const metadata::MetadataPlan plan = metadata::planMetadata(view, config.ipv6);
+  // With the VM interfaces on br-int, as the agent plans: a Southbound with nothing bound here
+  // while VMs are on br-int (emptied, replaced) is not a reason to remove anything.
+  const metadata::MetadataPlan plan = metadata::planMetadata(
+      view, config.ipv6, {snapshot->integrationVmIfaceIds, nullptr, "br-int"});
   netns::NetlinkImpl netlink;
   auto existing = netlink.listNamespaces("ovnmeta-");
   if (!existing) return existing.error();
@@ -52,7 +55,7 @@ core::Result<nlohmann::json> readMetadataPlanOnce(const ovsdb::OvsConfig& ovs,
 
   nlohmann::json out;
   out["chassis"] = snapshot->systemId;
-  out["southbound"] = "synced";
+  out["southbound"] = plan.synced ? "synced" : plan.notSyncedReason;
   out["namespaces"] = nlohmann::json::array();
   std::set<std::string> wantedNames;
   for (const auto& [id, planned] : plan.networks) {
@@ -74,7 +77,7 @@ core::Result<nlohmann::json> readMetadataPlanOnce(const ovsdb::OvsConfig& ovs,
   }
   out["remove"] = nlohmann::json::array();
   for (const auto& name : present)
-    if (!wantedNames.count(name)) out["remove"].push_back(name);
+    if (plan.synced && !wantedNames.count(name)) out["remove"].push_back(name);
   out["warnings"] = plan.warnings;
   return out;
 }
@@ -93,6 +96,8 @@ std::string metadataPlanToText(const nlohmann::json& plan) {
            " VM address(es)\n";
   }
   for (const auto& r : plan["remove"]) out += "  remove " + r.get<std::string>() + "\n";
+  if (const auto sb = plan.value("southbound", "synced"); sb != "synced")
+    out += "  nothing removed: " + sb + "\n";
   for (const auto& w : plan["warnings"]) out += "  warning: " + w.get<std::string>() + "\n";
   return out;
 }

@@ -12,7 +12,8 @@
 
 namespace okna::agent {
 
-/** {"chassis", "southbound": "synced", "namespaces": [{"network", "namespace", "action":
+/** {"chassis", "southbound": "synced" or why nothing may be removed (planner.h: no VM port
+ *  bound here while VMs are on br-int), "namespaces": [{"network", "namespace", "action":
  *  "create"|"keep", "mac", "addresses", "metadataPort", "vmAddresses"}], "remove": [names],
  *  "warnings": [...]}. Blocks the caller at most `timeout`. */
 core::Result<nlohmann::json> readMetadataPlanOnce(const ovsdb::OvsConfig& ovs,

@@ -46,6 +46,11 @@ VswitchdStatus UnixctlVswitchdProbe::check() {
     if (error != ENOENT) socket = fixed;
   }
   if (error == 0) return {true, "pid " + std::to_string(pid) + ", unixctl " + socket};
+  // A socket the agent may not connect to says nothing about the daemon: a permission mistake
+  // must not hold every node unready. Taken for running, with the reason in the detail.
+  if (error == EACCES || error == EPERM)
+    return {true, "pid " + std::to_string(pid) + ", unixctl " + socket +
+                      " not checked: " + std::strerror(error)};
   if (error == ENOENT)
     return {false, "pid " + std::to_string(pid) + " has no unixctl socket (" + withPid + ", " +
                        fixed + ")"};

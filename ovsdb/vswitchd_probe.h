@@ -9,6 +9,8 @@
 // --unixctl=<runDir>/ovs-vswitchd.ctl). A connection accepted means the process holds its
 // listening socket; refused (a SIGKILLed daemon leaves its files behind) or no pid file / socket
 // (a clean stop, or a crash its fatal-signal handler cleaned up after) means it is gone.
+// A socket the agent may not connect to (EACCES) is taken for running: a permission mistake
+// must not hold every node unready (the detail says it was not checked).
 // Robust in a container: only the run directory is shared (the chart mounts the host's
 // /run/openvswitch); the pid is a name in it, never signalled: kill(pid, 0) would look in the
 // pod's own PID namespace, where the host's pid means nothing.

@@ -309,7 +309,7 @@ TEST_F(AgentK8sTest, SigtermStopsCleanly) {
   auto agent = startAgent();
   ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
   agent->process().signal(SIGTERM);
-  auto status = agent->process().waitExit(10s);
+  auto status = agent->process().waitExit(5s);
   ASSERT_TRUE(status.has_value()) << "the agent did not exit after SIGTERM";
   EXPECT_EQ(*status, 0);
   EXPECT_NE(agent->log().find("host state is left in place"), std::string::npos);

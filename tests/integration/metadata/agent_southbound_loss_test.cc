@@ -72,6 +72,19 @@ TEST_F(AgentSouthboundLossTest, AnEmptiedSouthboundRemovesNothingAndSaysSoUntilN
   EXPECT_TRUE(hasPort(net2.metadata_tap_host));
   EXPECT_EQ(agent_->get("/readyz").status, 503);
   EXPECT_NE(readiness().find("3 VM interface(s) are on br-int"), std::string::npos) << readiness();
+  // The dry run (a restarted agent's first plan) removes nothing either, and says why.
+  std::ofstream(dir_ + "/dry.yaml")
+      << "ovs: {stateFile: \"\"}\nmetadata: {sharedSecretFile: " << dir_ << "/agent-secret}\n";
+  const auto dry = okna::testing::detail::run(
+      {std::string(OKNA_BINARY_DIR) + "/agent/openkeel-node-agent", "--dry-run", "--config",
+       dir_ + "/dry.yaml", "--node-file", dir_ + "/hv-e2e.node.yaml", "--ovsdb",
+       chassis_->ovs_remote(), "--output", "json"});
+  ASSERT_TRUE(dry.ok()) << dry.err;
+  const auto md = nlohmann::json::parse(dry.out)["metadata"];
+  EXPECT_EQ(md["remove"], nlohmann::json::array()) << md.dump(2);
+  EXPECT_NE(md["southbound"].get<std::string>().find("no VM port is bound to this chassis"),
+            std::string::npos)
+      << md.dump(2);
 
   // VM 3 is deleted during the outage (os-vif unplugs it, Neutron deletes its port). Nothing is
   // removed while the Southbound has nothing for this chassis; once it has, its namespace and

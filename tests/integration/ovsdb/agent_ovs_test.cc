@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -98,6 +99,34 @@ TEST_F(AgentOvsTest, LabelChangesReachOvsdbLive) {
   ASSERT_TRUE(waitFor([&] { return !externalId(*ovs_, "ovn-cms-options"); }, 10s)) << agent_->log();
   EXPECT_EQ(externalId(*ovs_, "foreign"), "keep,me");
   EXPECT_GE(agent_->metric(R"(okna_ovsdb_transactions_total{result="success"})"), 3);
+}
+
+// Issue 27, point 3, end to end: the agent binary with the default ovs.vswitchdRunDir (the
+// directory of its --ovsdb unix: remote, where this ovs-vswitchd keeps its pid file and socket).
+TEST_F(AgentOvsTest, ReadyzIsRedWhileOvsVswitchdIsKilledAndGreenOnceItIsBack) {
+  auto vswitchd = okna::testing::startDummyVswitchd(*ovs_);
+  if (!vswitchd) GTEST_SKIP() << "ovs-vswitchd is not installed";
+  std::string config = kConfig;
+  const std::string noCheck = R"(, vswitchdRunDir: "")";
+  config.erase(config.find(noCheck), noCheck.size());
+  agent_.reset();
+  agent_ = std::make_unique<AgentProcess>(
+      server_->dir(), config,
+      std::vector<std::string>{"--node-name", "lab-1", "--kubeconfig", server_->kubeconfig(),
+                               "--context", "node-agent", "--ovsdb", ovs_->remote()});
+  ASSERT_TRUE(waitFor([&] { return agent_->get("/readyz").status == 200; }, 20s))
+      << agent_->get("/readyz?verbose").body << agent_->log();
+  vswitchd->signal(SIGKILL);
+  ASSERT_TRUE(vswitchd->waitExit(10s));
+  ASSERT_TRUE(waitFor([&] { return agent_->get("/readyz").status == 503; }, 10s)) << agent_->log();
+  const std::string verbose = agent_->get("/readyz?verbose").body;
+  EXPECT_NE(verbose.find("[-]ovsdb"), std::string::npos) << verbose;
+  EXPECT_NE(verbose.find("ovs-vswitchd is not running"), std::string::npos) << verbose;
+  EXPECT_EQ(agent_->metric("okna_ovsdb_vswitchd_running"), 0);
+  vswitchd = okna::testing::startDummyVswitchd(*ovs_);
+  ASSERT_TRUE(waitFor([&] { return agent_->get("/readyz").status == 200; }, 10s))
+      << agent_->get("/readyz?verbose").body;
+  EXPECT_EQ(agent_->metric("okna_ovsdb_vswitchd_running"), 1);
 }
 
 TEST_F(AgentOvsTest, NotReadyWhileOvsdbIsDownAndReassertedAfter) {

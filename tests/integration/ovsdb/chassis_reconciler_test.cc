@@ -5,7 +5,6 @@
 #include "ovsdb/chassis_reconciler.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <csignal>
 
@@ -13,7 +12,6 @@
 #include "core/metrics.h"
 #include "ovsdb/ownership.h"
 #include "tests/fakes/chassis_plan.h"
-#include "tests/fakes/process.h"
 #include "tests/integration/ovsdb/ovs_test_util.h"
 
 namespace okna::ovsdb {
@@ -220,18 +218,9 @@ TEST_F(ChassisReconcilerTest, StateIsReassertedAfterTheServerIsKilledAndRestarte
 // /readyz stayed green. A real ovs-vswitchd (dummy datapath: nothing reaches the kernel) on the
 // server's database: killed, the chassis is not ready and says why; restarted, ready again.
 TEST_F(ChassisReconcilerTest, NotReadyWhileOvsVswitchdIsKilledReadyOnceItIsBack) {
-  const std::string binary = "/usr/sbin/ovs-vswitchd";
-  if (::access(binary.c_str(), X_OK) != 0) GTEST_SKIP() << binary << " is not installed";
+  auto vswitchd = okna::testing::startDummyVswitchd(*ovs_);
+  if (!vswitchd) GTEST_SKIP() << "ovs-vswitchd is not installed";
   const std::string dir = ovs_->dir();
-  const auto startVswitchd = [&] {
-    return std::make_unique<okna::testing::Process>(
-        std::vector<std::string>{binary, ovs_->remote(), "--pidfile=" + dir + "/ovs-vswitchd.pid",
-                                 "--unixctl=" + dir + "/ovs-vswitchd.ctl",
-                                 "--log-file=" + dir + "/ovs-vswitchd.log", "-vconsole:off",
-                                 "--disable-system", "--enable-dummy=override"},
-        dir + "/ovs-vswitchd.out");
-  };
-  auto vswitchd = startVswitchd();
   OvsConfig c;
   c.enabled = true;
   c.remote = ovs_->remote();
@@ -252,7 +241,7 @@ TEST_F(ChassisReconcilerTest, NotReadyWhileOvsVswitchdIsKilledReadyOnceItIsBack)
   EXPECT_TRUE(okna::testing::externalId(*ovs_, "ovn-cms-options").has_value())
       << "the local OVSDB still answers: only ovs-vswitchd is gone";
 
-  vswitchd = startVswitchd();
+  vswitchd = okna::testing::startDummyVswitchd(*ovs_);
   ASSERT_TRUE(loop_.runUntil([&] { return ready(); })) << readinessDetail() << vswitchd->log();
   EXPECT_EQ(okna::testing::metricValue(metricsText(), "okna_ovsdb_vswitchd_running"), 1);
 }

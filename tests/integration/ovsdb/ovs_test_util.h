@@ -3,21 +3,39 @@
 // JSON output (no quoting ambiguity), and an io_context driven from the test thread.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "tests/fakes/process.h"
 #include "tests/fixtures/ovs/ovsdb_server_fixture.h"
 
 namespace okna::testing {
+
+/** A real ovs-vswitchd on `ovs`'s database with the dummy datapath (nothing reaches the kernel),
+ *  its pid file and unixctl socket (ovs-vswitchd.pid, ovs-vswitchd.ctl) in the server's
+ *  directory; null when ovs-vswitchd is not installed. SIGKILLed when destroyed. */
+inline std::unique_ptr<Process> startDummyVswitchd(const OvsdbServer& ovs) {
+  const std::string binary = "/usr/sbin/ovs-vswitchd";
+  if (::access(binary.c_str(), X_OK) != 0) return nullptr;
+  const std::string& dir = ovs.dir();
+  return std::make_unique<Process>(
+      std::vector<std::string>{binary, ovs.remote(), "--pidfile=" + dir + "/ovs-vswitchd.pid",
+                               "--unixctl=" + dir + "/ovs-vswitchd.ctl",
+                               "--log-file=" + dir + "/ovs-vswitchd.log", "-vconsole:off",
+                               "--disable-system", "--enable-dummy=override"},
+      dir + "/ovs-vswitchd.out");
+}
 
 /** Open_vSwitch.external_ids, byte for byte. */
 inline std::map<std::string, std::string> externalIds(const OvsdbServer& ovs) {

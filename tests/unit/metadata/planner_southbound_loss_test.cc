@@ -3,6 +3,8 @@
 // view's silence (planner.h, LocalEvidence).
 #include <gtest/gtest.h>
 
+#include "tests/unit/metadata/sb_ports.h"
+
 #include "metadata/planner.h"
 
 namespace okna::metadata {
@@ -10,6 +12,7 @@ namespace {
 
 using ovsdb::SbMetadataView;
 using ovsdb::SbPort;
+using sb_rows::localport;
 
 constexpr const char* kNetA = "net-a";
 constexpr const char* kNetB = "net-b";
@@ -23,17 +26,6 @@ SbPort vif(const std::string& name, const std::string& dp, const std::string& ma
   p.mac0 = mac0;
   p.deviceId = "instance-" + name;
   p.projectId = "proj";
-  return p;
-}
-
-SbPort localport(const std::string& dp, const std::string& mac0, const std::string& cidrs) {
-  SbPort p;
-  p.uuid = "uuid-md-" + dp;
-  p.logicalPort = "md-" + dp;
-  p.type = "localport";
-  p.datapath = dp;
-  p.mac0 = mac0;
-  p.cidrs = cidrs;
   return p;
 }
 

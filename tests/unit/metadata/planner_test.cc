@@ -2,11 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/unit/metadata/sb_ports.h"
+
 namespace okna::metadata {
 namespace {
 
 using ovsdb::SbMetadataView;
 using ovsdb::SbPort;
+using sb_rows::localport;
 
 constexpr const char* kNet = "5e0e6b3a-1c2d-4e5f-8a9b-0c1d2e3f4a5b";
 constexpr const char* kDp = "11111111-1111-1111-1111-111111111111";
@@ -22,17 +25,6 @@ SbPort vif(const std::string& uuid, const std::string& dp, bool here, const std:
   p.mac0 = mac0;
   p.deviceId = device;
   p.projectId = "proj";
-  return p;
-}
-
-SbPort localport(const std::string& dp, const std::string& mac0, const std::string& cidrs) {
-  SbPort p;
-  p.uuid = "lp-" + dp;
-  p.logicalPort = "md-" + dp;
-  p.type = "localport";
-  p.datapath = dp;
-  p.mac0 = mac0;
-  p.cidrs = cidrs;
   return p;
 }
 
