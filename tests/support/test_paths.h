@@ -11,3 +11,15 @@ extern const char kBinaryDir[];    // the build tree (agent/openkeel-node-agent)
 extern const char kTestDataDir[];  // tests/data
 
 }  // namespace okna::testing
+
+// The spellings the tests used when these were -D definitions on every test file (test_paths.cc
+// itself still gets them that way).
+#ifndef OKNA_SOURCE_DIR
+#define OKNA_SOURCE_DIR ::okna::testing::kSourceDir
+#endif
+#ifndef OKNA_BINARY_DIR
+#define OKNA_BINARY_DIR ::okna::testing::kBinaryDir
+#endif
+#ifndef OKNA_TEST_DATA_DIR
+#define OKNA_TEST_DATA_DIR ::okna::testing::kTestDataDir
+#endif
