@@ -74,6 +74,23 @@ set(OVS_AVX512_LIBRARY "${OVS_BUILD_DIR}/lib/.libs/libopenvswitchavx512.a")
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${OVS_TARBALL}")
 file(SHA256 "${OVS_TARBALL}" _ovs_tarball_sha256)
 
+# Through the compiler cache too (CMakeLists.txt, OKNA_CCACHE): OVS's compiles name their files by
+# absolute paths under OVS_PREFIX, which CCACHE_BASEDIR makes relative, and -ffile-prefix-map keeps
+# the path out of the objects (OVS logs __FILE__), so a clone in another directory hits.
+set(_ovs_cc "${CMAKE_C_COMPILER}")
+if(OKNA_CCACHE_LAUNCHER AND NOT OKNA_OVS_FROM)
+  set(_ovs_cc_wrapper "${OVS_PREFIX}/okna-cc")
+  list(JOIN OKNA_CCACHE_LAUNCHER "\" \"" _ovs_launcher)
+  string(REPLACE "CCACHE_BASEDIR=${PROJECT_SOURCE_DIR}" "CCACHE_BASEDIR=${OVS_PREFIX}" _ovs_launcher
+         "${_ovs_launcher}")
+  file(WRITE "${_ovs_cc_wrapper}"
+       "#!/bin/sh\n# OVS's C compiler: ${CMAKE_C_COMPILER} through ccache (cmake/OpenVSwitch.cmake)\n"
+       "exec \"${_ovs_launcher}\" \"${CMAKE_C_COMPILER}\" \"$@\"\n")
+  file(CHMOD "${_ovs_cc_wrapper}" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ
+       GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
+  set(_ovs_cc "${_ovs_cc_wrapper}")
+endif()
+
 set(OVS_CONFIGURE_ARGS
     --enable-ssl            # ssl: remotes; fails configure if OpenSSL is missing
     --disable-libcapng
@@ -84,8 +101,8 @@ set(OVS_CONFIGURE_ARGS
     # the link line is deterministic (checked after configure: okna-check-libs).
     ac_cv_lib_unbound_ub_ctx_create=no
     ac_cv_lib_unwind_unw_backtrace=no
-    "CC=${CMAKE_C_COMPILER}"
-    "CFLAGS=-O2 -g0"
+    "CC=${_ovs_cc}"
+    "CFLAGS=-O2 -g0 -ffile-prefix-map=${OVS_PREFIX}/="
     "PYTHON3=${OVS_PYTHON3}")
 
 if(CMAKE_GENERATOR MATCHES "Make")

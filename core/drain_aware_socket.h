@@ -12,20 +12,37 @@
 // own reactor.
 //
 // How: the read is a reactor operation (Asio's extension point for socket operations, in its
-// detail namespace: pinned to the Boost version below) whose recv reports
+// detail namespace: pinned to Boost 1.74's epoll reactor) whose recv reports
 // `done_and_exhausted` when it returned fewer bytes than asked. The reactor then clears the
 // descriptor's "try speculatively" flag, as it does itself after a short write. Data that
 // arrives later always produces an edge-triggered event, which sets the flag again (or performs
 // a queued read), so no readiness is ever lost; the socket is registered edge-triggered, and
 // the reactor's flag is only read and written on the loop thread.
 
-#include <sys/socket.h>
+//
+// Any other Boost (Debian 12's 1.81, Debian 13's 1.83), a reactor other than epoll, or
+// -DOKNA_PORTABLE_SOCKET=ON (CMakeLists.txt) builds the portable socket instead: the same
+// interface, every read a plain async_read_some (an EAGAIN recv more per idle read, nothing
+// else). Both are compiled and unit-tested wherever the fast path applies
+// (tests/unit/core/drain_aware_socket_test.cc); tests/run-all.sh also compiles core/ and its unit
+// tests against Boost 1.81.
 
-#include <boost/asio/error.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/version.hpp>
+#include <type_traits>
+#include <utility>
 
+#if BOOST_VERSION == 107400 && defined(BOOST_ASIO_HAS_EPOLL) && !defined(OKNA_PORTABLE_SOCKET)
+#define OKNA_DRAIN_AWARE_FAST_PATH 1
+#else
+#define OKNA_DRAIN_AWARE_FAST_PATH 0
+#endif
+
+#if OKNA_DRAIN_AWARE_FAST_PATH
+#include <sys/socket.h>
+
+#include <boost/asio/error.hpp>
 // After the public headers, which complete the types these use.
 #include <boost/asio/detail/handler_alloc_helpers.hpp>
 #include <boost/asio/detail/reactor.hpp>
@@ -33,13 +50,32 @@
 #include <cerrno>
 #include <cstddef>
 #include <new>
-#include <utility>
-
-#if BOOST_VERSION != 107400 || !defined(BOOST_ASIO_HAS_EPOLL)
-#error "core/drain_aware_socket.h relies on Boost 1.74's epoll reactor; check it against this Boost"
 #endif
 
 namespace okna::core {
+
+using DrainAwareSocketBase =
+    boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
+
+/** The portable socket: the same interface, every read the usual way (any Boost, any reactor). */
+class PortableDrainAwareSocket : public DrainAwareSocketBase {
+ public:
+  static constexpr bool kDrainAware = false;
+
+  explicit PortableDrainAwareSocket(boost::asio::io_context& io)
+      : DrainAwareSocketBase(io.get_executor()) {}
+  /** Adopts an accepted socket. */
+  explicit PortableDrainAwareSocket(DrainAwareSocketBase&& socket)
+      : DrainAwareSocketBase(std::move(socket)) {}
+
+  /** async_read_some: `handler(error_code, bytes)` is called through the io_context. */
+  template <typename Handler>
+  void asyncReadSome(boost::asio::mutable_buffer buffer, Handler&& handler) {
+    DrainAwareSocketBase::async_read_some(buffer, std::forward<Handler>(handler));
+  }
+};
+
+#if OKNA_DRAIN_AWARE_FAST_PATH
 
 namespace drain_aware_detail {
 
@@ -107,17 +143,17 @@ class RecvOp : public boost::asio::detail::reactor_op {
 
 }  // namespace drain_aware_detail
 
-class DrainAwareSocket
-    : public boost::asio::basic_stream_socket<boost::asio::ip::tcp,
-                                              boost::asio::io_context::executor_type> {
-  using Base = boost::asio::basic_stream_socket<boost::asio::ip::tcp,
-                                                boost::asio::io_context::executor_type>;
+/** The fast path: reads that tell the epoll reactor when they drained the socket. */
+class ReactorDrainAwareSocket : public DrainAwareSocketBase {
+  using Base = DrainAwareSocketBase;
 
  public:
-  explicit DrainAwareSocket(boost::asio::io_context& io)
+  static constexpr bool kDrainAware = true;
+
+  explicit ReactorDrainAwareSocket(boost::asio::io_context& io)
       : Base(io.get_executor()), reactor_(&reactorOf(io)) {}
   /** Adopts an accepted socket. */
-  explicit DrainAwareSocket(Base&& socket)
+  explicit ReactorDrainAwareSocket(Base&& socket)
       : Base(std::move(socket)), reactor_(&reactorOf(this->get_executor().context())) {}
 
   /**
@@ -146,5 +182,13 @@ class DrainAwareSocket
 
   boost::asio::detail::reactor* reactor_;
 };
+
+using DrainAwareSocket = ReactorDrainAwareSocket;
+
+#else
+
+using DrainAwareSocket = PortableDrainAwareSocket;
+
+#endif
 
 }  // namespace okna::core

@@ -17,6 +17,7 @@
 #include "tests/fakes/agent_process.h"
 #include "tests/fakes/fake_apiserver_fixture.h"
 #include "tests/fixtures/ovs/ovsdb_server_fixture.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 
@@ -61,7 +62,8 @@ int main(int argc, char** argv) {
   }
   OvsdbServer ovs(OvsdbServer::Kind::OpenVSwitch);
   ovs.vsctl({"add-br", "br-int"});
-  okna::testing::FakeApiServer server({std::string(OKNA_TEST_DATA_DIR) + "/lab-1.node.yaml"});
+  okna::testing::FakeApiServer server(
+      {std::string(::okna::testing::kTestDataDir) + "/lab-1.node.yaml"});
   okna::testing::AgentProcess agent(server.dir(),
                                     "logging: {level: info}\novs: {drainTimeoutSeconds: 0, "
                                     "stateFile: \"\"}\nplacement: {enabled: false}\n",

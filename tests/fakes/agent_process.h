@@ -11,6 +11,7 @@
 
 #include "tests/fakes/blocking_http.h"
 #include "tests/fakes/process.h"
+#include "tests/support/test_paths.h"
 
 namespace okna::testing {
 
@@ -21,13 +22,14 @@ class AgentProcess {
                std::vector<std::string> wrapper = {}) {
     const std::string config = dir + "/agent.yaml";
     std::ofstream(config) << configYaml;
-    std::vector<std::string> argv{std::string(OKNA_BINARY_DIR) + "/agent/openkeel-node-agent",
-                                  "--config",
-                                  config,
-                                  "--health-listen",
-                                  "127.0.0.1:0",
-                                  "--admin-listen",
-                                  "127.0.0.1:0"};
+    std::vector<std::string> argv{
+        std::string(::okna::testing::kBinaryDir) + "/agent/openkeel-node-agent",
+        "--config",
+        config,
+        "--health-listen",
+        "127.0.0.1:0",
+        "--admin-listen",
+        "127.0.0.1:0"};
     for (auto& a : args) argv.push_back(std::move(a));
     argv.insert(argv.begin(), wrapper.begin(), wrapper.end());
     process_ = std::make_unique<Process>(argv, dir + "/agent.log");

@@ -8,6 +8,7 @@
 
 #include "tests/fakes/blocking_http.h"
 #include "tests/fakes/process.h"
+#include "tests/support/test_paths.h"
 
 namespace okna::testing {
 
@@ -25,7 +26,7 @@ class FakeApiServer {
     fs::create_directories(dir_);
     std::vector<std::string> argv{
         "/usr/bin/python3",
-        std::string(OKNA_SOURCE_DIR) + "/tests/fake_apiserver/fake_apiserver.py",
+        std::string(::okna::testing::kSourceDir) + "/tests/fake_apiserver/fake_apiserver.py",
         "--listen",
         "127.0.0.1:0",
         "--tls-dir",

@@ -13,6 +13,7 @@
 
 #include "tests/fakes/agent_process.h"
 #include "tests/fakes/fake_apiserver_fixture.h"
+#include "tests/support/test_paths.h"
 
 namespace okna {
 namespace {
@@ -23,7 +24,7 @@ using okna::testing::FakeApiServer;
 using okna::testing::waitFor;
 using namespace std::chrono_literals;
 
-const std::string kData = OKNA_TEST_DATA_DIR;
+const std::string kData = ::okna::testing::kTestDataDir;
 
 // Short backoffs so that retries happen within the test; watch timeouts long enough that a
 // normal server-side timeout does not interfere. Placement off: the agent watches its Node only.
@@ -57,7 +58,7 @@ std::string failFastConfig() {
 // The metric families the README's "Health, readiness, metrics" section lists for a component
 // ("okna_k8s_informer_{a,b}_total" expands to two names; "{role}" is a label, not a choice).
 std::vector<std::string> readmeMetricFamilies(const std::string& prefix) {
-  std::ifstream in(std::string(OKNA_SOURCE_DIR) + "/README.md");
+  std::ifstream in(std::string(::okna::testing::kSourceDir) + "/README.md");
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string text = ss.str();
@@ -306,7 +307,7 @@ TEST_F(AgentK8sTest, LivePlanWithoutTheAppliersIsTheDryRunOfTheSameNodeAndPods) 
   live.erase("appliers");
 
   const std::string out = server_->dir() + "/dry-run.json";
-  const std::string command = std::string(OKNA_BINARY_DIR) +
+  const std::string command = std::string(::okna::testing::kBinaryDir) +
                               "/agent/openkeel-node-agent --dry-run --config " + server_->dir() +
                               "/agent.yaml --node-file " + kData + "/lab-1.node.yaml --pods-file " +
                               kData + "/lab-1.pods.json --output json > " + out;

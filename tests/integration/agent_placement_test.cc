@@ -9,6 +9,7 @@
 #include "tests/fakes/agent_process.h"
 #include "tests/fakes/fake_apiserver_fixture.h"
 #include "tests/integration/placement/harness.h"
+#include "tests/support/test_paths.h"
 
 namespace okna {
 namespace {
@@ -16,7 +17,7 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-const std::string kData = OKNA_TEST_DATA_DIR;
+const std::string kData = ::okna::testing::kTestDataDir;
 const std::string kNodeUid = "5a0e8c1e-2f7d-4a57-b5a3-0c9d8e7f6a51";  // lab-1.node.yaml
 
 class AgentPlacementTest : public ::testing::Test {

@@ -17,6 +17,7 @@
 #include "tests/fakes/agent_process.h"
 #include "tests/fakes/fake_apiserver_fixture.h"
 #include "tests/fixtures/ovn/ovn_chassis_fixture.h"
+#include "tests/support/test_paths.h"
 
 namespace okna::metadata_e2e {
 
@@ -106,9 +107,10 @@ class AgentMetadataTest : public ::testing::Test {
 
   void startNova() {
     nova_ = std::make_unique<Process>(
-        std::vector<std::string>{"/usr/bin/python3",
-                                 std::string(OKNA_SOURCE_DIR) + "/tests/fixtures/nova/fake_nova.py",
-                                 "--secret-file", dir_ + "/nova-secret"},
+        std::vector<std::string>{
+            "/usr/bin/python3",
+            std::string(::okna::testing::kSourceDir) + "/tests/fixtures/nova/fake_nova.py",
+            "--secret-file", dir_ + "/nova-secret"},
         dir_ + "/fake_nova.log");
     const std::regex ready("listening on port ([0-9]+)");
     ASSERT_TRUE(waitFor(

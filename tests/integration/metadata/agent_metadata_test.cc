@@ -117,8 +117,8 @@ TEST_F(AgentMetadataTest, DryRunListsWhatItWouldCreateKeepAndRemoveAndWritesNoth
       << "ovs: {stateFile: \"\"}\nmetadata: {sharedSecretFile: " << dir_ << "/agent-secret}\n";
   const auto dryRun = [&] {
     const auto r = okna::testing::detail::run(
-        {std::string(OKNA_BINARY_DIR) + "/agent/openkeel-node-agent", "--dry-run", "--config",
-         dir_ + "/dry.yaml", "--node-file", dir_ + "/hv-e2e.node.yaml", "--ovsdb",
+        {std::string(::okna::testing::kBinaryDir) + "/agent/openkeel-node-agent", "--dry-run",
+         "--config", dir_ + "/dry.yaml", "--node-file", dir_ + "/hv-e2e.node.yaml", "--ovsdb",
          chassis_->ovs_remote(), "--output", "json"});
     EXPECT_TRUE(r.ok()) << r.err;
     return r.ok() ? nlohmann::json::parse(r.out)["metadata"] : nlohmann::json();

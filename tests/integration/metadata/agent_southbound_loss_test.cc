@@ -76,8 +76,8 @@ TEST_F(AgentSouthboundLossTest, AnEmptiedSouthboundRemovesNothingAndSaysSoUntilN
   std::ofstream(dir_ + "/dry.yaml")
       << "ovs: {stateFile: \"\"}\nmetadata: {sharedSecretFile: " << dir_ << "/agent-secret}\n";
   const auto dry = okna::testing::detail::run(
-      {std::string(OKNA_BINARY_DIR) + "/agent/openkeel-node-agent", "--dry-run", "--config",
-       dir_ + "/dry.yaml", "--node-file", dir_ + "/hv-e2e.node.yaml", "--ovsdb",
+      {std::string(::okna::testing::kBinaryDir) + "/agent/openkeel-node-agent", "--dry-run",
+       "--config", dir_ + "/dry.yaml", "--node-file", dir_ + "/hv-e2e.node.yaml", "--ovsdb",
        chassis_->ovs_remote(), "--output", "json"});
   ASSERT_TRUE(dry.ok()) << dry.err;
   const auto md = nlohmann::json::parse(dry.out)["metadata"];

@@ -12,6 +12,7 @@
 #include "tests/fakes/loop_thread.h"
 #include "tests/fakes/process.h"
 #include "tests/fakes/raw_http.h"
+#include "tests/support/test_paths.h"
 
 namespace okna::core {
 namespace {
@@ -22,8 +23,8 @@ class BeastHttpClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
     nova_ = std::make_unique<okna::testing::Process>(
-        std::vector<std::string>{
-            "/usr/bin/python3", std::string(OKNA_SOURCE_DIR) + "/tests/fixtures/nova/fake_nova.py"},
+        std::vector<std::string>{"/usr/bin/python3", std::string(::okna::testing::kSourceDir) +
+                                                         "/tests/fixtures/nova/fake_nova.py"},
         logPath_);
     const std::regex ready("listening on port ([0-9]+)");
     waitFor(

@@ -20,6 +20,7 @@
 #include "tests/fakes/loop_thread.h"
 #include "tests/fakes/process.h"
 #include "tests/fakes/raw_http.h"
+#include "tests/support/test_paths.h"
 
 namespace okna::metadata {
 namespace {
@@ -31,7 +32,7 @@ using okna::testing::waitFor;
 
 const std::string kNet = "0d4c1f8e-aaaa-bbbb-cccc-ddddeeeeffff";
 const InstancePort kVm{"lport-7", "4b1a0cc0-7c2d-4e6a-9a9b-1a2b3c4d5e6f", "project-42", ""};
-const std::string kFixtures = std::string(OKNA_SOURCE_DIR) + "/tests/fixtures/nova/";
+const std::string kFixtures = std::string(::okna::testing::kSourceDir) + "/tests/fixtures/nova/";
 
 /** Starts a fixture script and returns the port it prints. */
 int startFixture(std::unique_ptr<okna::testing::Process>& process, std::vector<std::string> argv,

@@ -13,6 +13,7 @@
 #include "tests/fakes/agent_process.h"
 #include "tests/fakes/fake_apiserver_fixture.h"
 #include "tests/integration/ovsdb/ovs_test_util.h"
+#include "tests/support/test_paths.h"
 
 namespace okna {
 namespace {
@@ -26,8 +27,7 @@ using okna::testing::OvsdbServer;
 using okna::testing::ports;
 using okna::testing::waitFor;
 
-// OKNA_TEST_DATA_DIR is only set for tests under tests/CMakeLists.txt.
-const std::string kData = std::string(OKNA_SOURCE_DIR) + "/tests/data";
+const std::string kData = ::okna::testing::kTestDataDir;
 const char* kConfig = R"(
 kubernetes:
   watchTimeoutSeconds: {min: 60, max: 90}

@@ -17,10 +17,12 @@
 
 #include "core/http_client.h"
 #include "k8s/objects.h"
+#include "tests/support/test_paths.h"
 
 namespace okna::testing {
 
-inline const std::string kFixtures = std::string(OKNA_SOURCE_DIR) + "/tests/fixtures/openstack";
+inline const std::string kFixtures =
+    std::string(::okna::testing::kSourceDir) + "/tests/fixtures/openstack";
 
 inline bool placementInstalled() {
   return std::filesystem::exists("/usr/bin/placement-api") &&

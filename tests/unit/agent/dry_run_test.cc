@@ -9,11 +9,12 @@
 
 #include "agent/plan.h"
 #include "core/yaml_field.h"
+#include "tests/support/test_paths.h"
 
 namespace okna::agent {
 namespace {
 
-const std::string kData = OKNA_TEST_DATA_DIR;
+const std::string kData = ::okna::testing::kTestDataDir;
 
 struct Output {
   int code;

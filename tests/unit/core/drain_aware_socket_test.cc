@@ -1,5 +1,6 @@
 // core::DrainAwareSocket: reads that stop Asio's speculative recv after a short read must never
 // lose readiness. Every case that could hang is bounded by run_for and reported as a failure.
+// Each case runs on the portable socket and, where this Boost has it, on the reactor fast path.
 #include "core/drain_aware_socket.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 namespace okna::core {
 namespace {
@@ -24,6 +26,7 @@ struct ReadResult {
   std::string data;
 };
 
+template <typename Socket>
 class DrainAwareSocketTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -67,112 +70,131 @@ class DrainAwareSocketTest : public ::testing::Test {
 
   asio::io_context io_{1};
   tcp::socket peer_{io_};
-  std::optional<DrainAwareSocket> socket_;
+  std::optional<Socket> socket_;
   std::string buffer_;
   std::optional<ReadResult> result_;
 };
 
-TEST_F(DrainAwareSocketTest, ReadsWhatIsAlreadyThere) {
-  peerSends("hello");
-  turnLoop();
-  auto r = read(64);
+#if OKNA_DRAIN_AWARE_FAST_PATH
+using Sockets = ::testing::Types<ReactorDrainAwareSocket, PortableDrainAwareSocket>;
+static_assert(std::is_same_v<DrainAwareSocket, ReactorDrainAwareSocket>);
+#else
+using Sockets = ::testing::Types<PortableDrainAwareSocket>;
+static_assert(std::is_same_v<DrainAwareSocket, PortableDrainAwareSocket>);
+#endif
+struct SocketName {
+  template <typename Socket>
+  static std::string GetName(int) {
+    return Socket::kDrainAware ? "Reactor" : "Portable";
+  }
+};
+TYPED_TEST_SUITE(DrainAwareSocketTest, Sockets, SocketName);
+
+TYPED_TEST(DrainAwareSocketTest, ReadsWhatIsAlreadyThere) {
+  this->peerSends("hello");
+  this->turnLoop();
+  auto r = this->read(64);
   ASSERT_TRUE(r) << "the read never completed";
   EXPECT_FALSE(r->ec) << r->ec.message();
   EXPECT_EQ(r->data, "hello");
 }
 
-TEST_F(DrainAwareSocketTest, AfterAShortReadWaitsForDataSentLater) {
-  peerSends("one");
-  ASSERT_TRUE(read(64));
-  startRead(64);
+TYPED_TEST(DrainAwareSocketTest, AfterAShortReadWaitsForDataSentLater) {
+  this->peerSends("one");
+  ASSERT_TRUE(this->read(64));
+  this->startRead(64);
   // Nothing to read yet: the loop turns without completing the read.
-  io_.restart();
-  io_.poll();
-  EXPECT_FALSE(result_);
-  peerSends("two");
-  auto r = finish();
+  this->io_.restart();
+  this->io_.poll();
+  EXPECT_FALSE(this->result_);
+  this->peerSends("two");
+  auto r = this->finish();
   ASSERT_TRUE(r) << "data sent after a drained read was never read";
   EXPECT_EQ(r->data, "two");
 }
 
-TEST_F(DrainAwareSocketTest, AfterAShortReadReadsDataThatCameWhileNoReadWasWaiting) {
-  peerSends("one");
-  ASSERT_TRUE(read(64));
-  peerSends("two");
+TYPED_TEST(DrainAwareSocketTest, AfterAShortReadReadsDataThatCameWhileNoReadWasWaiting) {
+  this->peerSends("one");
+  ASSERT_TRUE(this->read(64));
+  this->peerSends("two");
   // The loop sees the readiness event while no read is queued (the event is consumed).
-  turnLoop();
-  auto r = read(64);
+  this->turnLoop();
+  auto r = this->read(64);
   ASSERT_TRUE(r) << "readiness reported while no read waited was lost";
   EXPECT_EQ(r->data, "two");
 }
 
-TEST_F(DrainAwareSocketTest, AfterAShortReadReadsDataThatCameBeforeTheLoopTurned) {
-  peerSends("one");
-  ASSERT_TRUE(read(64));
-  peerSends("two");
-  auto r = read(64);
+TYPED_TEST(DrainAwareSocketTest, AfterAShortReadReadsDataThatCameBeforeTheLoopTurned) {
+  this->peerSends("one");
+  ASSERT_TRUE(this->read(64));
+  this->peerSends("two");
+  auto r = this->read(64);
   ASSERT_TRUE(r) << "data that arrived between two reads was never read";
   EXPECT_EQ(r->data, "two");
 }
 
-TEST_F(DrainAwareSocketTest, AFullReadLeavesTheRestToTheNextRead) {
-  peerSends("abcdefgh");
+TYPED_TEST(DrainAwareSocketTest, AFullReadLeavesTheRestToTheNextRead) {
+  this->peerSends("abcdefgh");
   // The arrival's event is consumed first: only the reactor's flag says there may be more.
-  turnLoop();
-  auto first = read(4);
+  this->turnLoop();
+  auto first = this->read(4);
   ASSERT_TRUE(first);
   EXPECT_EQ(first->data, "abcd");
-  auto second = read(64);
+  auto second = this->read(64);
   ASSERT_TRUE(second) << "the rest after a read that filled its buffer was never read";
   EXPECT_EQ(second->data, "efgh");
 }
 
-TEST_F(DrainAwareSocketTest, ManyRequestAnswerRoundsNeverStall) {
+TYPED_TEST(DrainAwareSocketTest, ManyRequestAnswerRoundsNeverStall) {
   for (int i = 0; i < 200; ++i) {
     const std::string message = "request " + std::to_string(i);
-    peerSends(message);
-    auto r = read(4096);
+    this->peerSends(message);
+    auto r = this->read(4096);
     ASSERT_TRUE(r) << "round " << i << " stalled";
     ASSERT_EQ(r->data, message);
   }
 }
 
-TEST_F(DrainAwareSocketTest, ThePeerClosingIsEndOfFile) {
-  peerSends("last");
-  ASSERT_TRUE(read(64));
-  peer_.close();
-  auto r = read(64);
+TYPED_TEST(DrainAwareSocketTest, ThePeerClosingIsEndOfFile) {
+  this->peerSends("last");
+  ASSERT_TRUE(this->read(64));
+  this->peer_.close();
+  auto r = this->read(64);
   ASSERT_TRUE(r) << "the peer's close was never seen";
   EXPECT_EQ(r->ec, asio::error::eof);
 }
 
-TEST_F(DrainAwareSocketTest, ClosingTheSocketAbortsAWaitingRead) {
-  startRead(64);
-  io_.restart();
-  io_.poll();
-  ASSERT_FALSE(result_);
-  socket_->close();
-  auto r = finish();
+TYPED_TEST(DrainAwareSocketTest, ClosingTheSocketAbortsAWaitingRead) {
+  this->startRead(64);
+  this->io_.restart();
+  this->io_.poll();
+  ASSERT_FALSE(this->result_);
+  this->socket_->close();
+  auto r = this->finish();
   ASSERT_TRUE(r) << "a read waiting on a closed socket was never completed";
   EXPECT_EQ(r->ec, asio::error::operation_aborted);
 }
 
-TEST_F(DrainAwareSocketTest, AClosedSocketFailsTheReadAtOnce) {
-  socket_->close();
-  auto r = read(64);
+TYPED_TEST(DrainAwareSocketTest, AClosedSocketFailsTheReadAtOnce) {
+  this->socket_->close();
+  auto r = this->read(64);
   ASSERT_TRUE(r);
   EXPECT_TRUE(r->ec);
 }
 
-TEST_F(DrainAwareSocketTest, ABlockingSocketIsReadTheUsualWay) {
-  socket_->non_blocking(false);
-  peerSends("plain");
-  auto r = read(64);
+TYPED_TEST(DrainAwareSocketTest, ABlockingSocketIsReadTheUsualWay) {
+  this->socket_->non_blocking(false);
+  this->peerSends("plain");
+  auto r = this->read(64);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->data, "plain");
 }
 
-TEST(DrainAwareSocketLifetime, AReadStillWaitingWhenTheLoopIsDestroyedReleasesItsHandler) {
+template <typename Socket>
+class DrainAwareSocketLifetime : public ::testing::Test {};
+TYPED_TEST_SUITE(DrainAwareSocketLifetime, Sockets, SocketName);
+
+TYPED_TEST(DrainAwareSocketLifetime, AReadStillWaitingWhenTheLoopIsDestroyedReleasesItsHandler) {
   auto token = std::make_shared<int>(0);
   std::weak_ptr<int> watch = token;
   bool called = false;
@@ -181,7 +203,7 @@ TEST(DrainAwareSocketLifetime, AReadStillWaitingWhenTheLoopIsDestroyedReleasesIt
     tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
     tcp::socket peer(io);
     peer.connect(acceptor.local_endpoint());
-    DrainAwareSocket socket(acceptor.accept(io.get_executor()));
+    TypeParam socket(acceptor.accept(io.get_executor()));
     socket.non_blocking(true);
     std::array<char, 16> room{};
     socket.asyncReadSome(asio::buffer(room),

@@ -11,6 +11,7 @@
 #include "tests/fakes/fake_http_client.h"
 #include "tests/fakes/manual_clock.h"
 #include "tests/fakes/transcripts.h"
+#include "tests/support/test_paths.h"
 
 namespace okna::k8s {
 namespace {
@@ -19,7 +20,7 @@ using nlohmann::json;
 using okna::testing::FakeHttpClient;
 using namespace std::chrono_literals;
 
-const std::string kTranscripts = std::string(OKNA_TEST_DATA_DIR) + "/transcripts/";
+const std::string kTranscripts = std::string(::okna::testing::kTestDataDir) + "/transcripts/";
 
 struct Seen {
   std::string type;

@@ -35,8 +35,10 @@ TEST(Worker, RunsTasksInOrderOnItsOwnThread) {
 
 TEST(Worker, RunThenPostDeliversTheResultOnTheLoop) {
   core::HealthRegistry health;
-  Worker worker(&health);
+  // The loop outlives the worker (the agent's order): the worker's post may still be waking the
+  // loop after run() returned (ThreadSanitizer saw the loop destroyed under it).
   boost::asio::io_context io;
+  Worker worker(&health);
   auto guard = boost::asio::make_work_guard(io);
   std::thread::id workThread, doneThread;
   core::Status got = core::makeError("not run");
@@ -58,8 +60,10 @@ TEST(Worker, RunThenPostDeliversTheResultOnTheLoop) {
 }
 
 TEST(Worker, RunThenPostCarriesMoveOnlyResults) {
-  Worker worker(nullptr);
+  // The loop outlives the worker (the agent's order): the worker's post may still be waking the
+  // loop after run() returned (ThreadSanitizer saw the loop destroyed under it).
   boost::asio::io_context io;
+  Worker worker(nullptr);
   auto guard = boost::asio::make_work_guard(io);
   int value = 0;
   worker.runThenPost(
@@ -73,8 +77,10 @@ TEST(Worker, RunThenPostCarriesMoveOnlyResults) {
 }
 
 TEST(Worker, RunThenPostWithoutAResult) {
-  Worker worker(nullptr);
+  // The loop outlives the worker (the agent's order): the worker's post may still be waking the
+  // loop after run() returned (ThreadSanitizer saw the loop destroyed under it).
   boost::asio::io_context io;
+  Worker worker(nullptr);
   auto guard = boost::asio::make_work_guard(io);
   bool worked = false;
   bool done = false;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/yaml_field.h"
+#include "tests/support/test_paths.h"
 
 namespace okna::placement {
 namespace {
@@ -350,11 +351,12 @@ TEST(DesiredTest, DryRunJsonShape) {
 }
 
 TEST(DesiredTest, LabNodeFromTestData) {
-  auto doc = core::loadJsonOrYaml(std::string(OKNA_TEST_DATA_DIR) + "/lab-1.node.yaml");
+  auto doc = core::loadJsonOrYaml(std::string(::okna::testing::kTestDataDir) + "/lab-1.node.yaml");
   ASSERT_TRUE(doc.ok()) << doc.error().message;
   auto n = k8s::parseNode(*doc);
   ASSERT_TRUE(n.ok()) << n.error().message;
-  auto podsDoc = core::loadJsonOrYaml(std::string(OKNA_TEST_DATA_DIR) + "/lab-1.pods.json");
+  auto podsDoc =
+      core::loadJsonOrYaml(std::string(::okna::testing::kTestDataDir) + "/lab-1.pods.json");
   ASSERT_TRUE(podsDoc.ok());
   std::vector<k8s::PodInfo> pods;
   for (const auto& item : (*podsDoc)["items"]) pods.push_back(*k8s::parsePod(item));
