@@ -37,6 +37,8 @@ constexpr auto kTryAgainFallback = std::chrono::milliseconds(500);
 // per new port, so a cold start re-read it thousands of times (most of the IDL thread's CPU).
 constexpr auto kBurstReadInterval = std::chrono::milliseconds(50);
 constexpr auto kErrorBackoffMin = std::chrono::seconds(1);
+// Between this chassis's Chassis_Private row appearing and the first liveness write.
+constexpr auto kLivenessSettle = std::chrono::seconds(3);
 constexpr auto kErrorBackoffMax = std::chrono::seconds(30);
 
 okna_ovs_op_kind toGlue(OvsOp::Kind kind) {
@@ -460,7 +462,18 @@ class IdlThread::Loop {
   // them: the agent id (set once, never overwritten) and nb_cfg echoed on every change.
   void keepNeutronLiveness() {
     const SbMetadataView& view = snap_.sb.metadata;
-    if (!sb_ || !view.enabled || !view.synced || !view.hasChassisPrivate) return;
+    if (!sb_ || !view.enabled || !view.synced) return;
+    if (!view.hasChassisPrivate) {
+      chassisPrivateSeen_ = false;
+      return;
+    }
+    if (!chassisPrivateSeen_) {
+      // ovn-controller 23.03 exits, without a log line, when Chassis_Private.external_ids is
+      // written right after it (re)registered its chassis (a fresh or emptied Southbound;
+      // reproduced with ovn-sbctl alone, metadata/README.md). The first write waits a moment.
+      chassisPrivateSeen_ = true;
+      sbRetryAt_ = std::max(sbRetryAt_, Clock::now() + kLivenessSettle);
+    }
     if (owner_.config_.readOnly) return;
     if (Clock::now() < sbRetryAt_) return;
     std::vector<std::string> kv;
@@ -525,6 +538,8 @@ class IdlThread::Loop {
   okna_ovs_txn* txn_ = nullptr;
   okna_sb_txn* sbTxn_ = nullptr;
   Clock::time_point sbRetryAt_{};
+  // This chassis's Chassis_Private row was there at the last look (keepNeutronLiveness).
+  bool chassisPrivateSeen_ = false;
   std::vector<std::string> txnOps_;
   // The ownership record the running transaction writes (nullopt: no chassis ops in it).
   std::optional<OwnershipRecord> txnOwned_;

@@ -32,9 +32,18 @@ TEST_F(AgentMetadataTest, VmsGetTheirOwnDataThroughOvnAndOnlyTheirs) {
   ASSERT_TRUE(waitFor([&] { return agent_->get("/readyz").status == 200; }, 20s))
       << agent_->get("/readyz?verbose").body;
   // Neutron's liveness keys: `openstack network agent list` shows the metadata agent alive.
-  const auto ids = chassis_->sbctl({"--bare", "--columns=external_ids", "list", "Chassis_Private"});
-  EXPECT_NE(ids.out.find("neutron:ovn-metadata-id="), std::string::npos) << ids.out;
-  EXPECT_NE(ids.out.find("neutron:ovn-metadata-sb-cfg="), std::string::npos) << ids.out;
+  // (Written a few seconds after ovn-controller registered the chassis: ovsdb/idl_thread.cc.)
+  const auto privateIds = [&] {
+    return chassis_->sbctl({"--bare", "--columns=external_ids", "list", "Chassis_Private"}).out;
+  };
+  ASSERT_TRUE(waitFor(
+      [&] {
+        const std::string ids = privateIds();
+        return ids.find("neutron:ovn-metadata-id=") != std::string::npos &&
+               ids.find("neutron:ovn-metadata-sb-cfg=") != std::string::npos;
+      },
+      20s))
+      << privateIds();
 
   // Nova sees what Neutron's agent sends: the VM's address, one signed instance id, whatever the
   // VM puts in its own headers.
