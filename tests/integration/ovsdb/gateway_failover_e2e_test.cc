@@ -173,9 +173,18 @@ TEST(GatewayFailoverEndToEnd, FlagFirstMappingsKeptUntilTheGatewayLeftThenRemove
     return ovsId("ovn-bridge-mappings") == "\"physnet1:br-ex\"" &&
            chassis.vsctl({"port-to-br", "okfext0"}).out == "br-ex\n";
   };
+  // The agent's part: the mappings and its NIC leave. The bridge itself goes only once
+  // ovn-controller removed its patch port from it (ovn-controller 23.03 does that on its next
+  // wake-up, ~10 s later on an idle chassis), so it is waited for apart.
   const auto networkGone = [&] {
     return ovsId("ovn-bridge-mappings").empty() &&
-           chassis.vsctl({"br-exists", "br-ex"}).exit_code == 2;
+           chassis.vsctl({"port-to-br", "okfext0"}).exit_code != 0;
+  };
+  const auto bridgeGone = [&] { return chassis.vsctl({"br-exists", "br-ex"}).exit_code == 2; };
+  const auto ovsState = [&] {
+    return "mappings [" + ovsId("ovn-bridge-mappings") + "], br-ex ports [" +
+           trimmed(chassis.vsctl({"list-ports", "br-ex"}).out) + "], ovn-controller " +
+           (chassis.daemon_running("ovn-controller") ? "running" : "NOT running");
   };
 
   // A gateway: the flag reaches the SB Chassis, ovn-controller claims the gateway port here,
@@ -225,8 +234,8 @@ TEST(GatewayFailoverEndToEnd, FlagFirstMappingsKeptUntilTheGatewayLeftThenRemove
         return gone1;
       },
       60s))
-      << "mappings " << ovsId("ovn-bridge-mappings") << ", cr-lrp-ext on " << crChassis()
-      << ", neutron moves " << neutron.moves();
+      << ovsState() << ", cr-lrp-ext on " << crChassis() << ", neutron moves " << neutron.moves();
+  ASSERT_TRUE(loop.runUntil(bridgeGone, 90s)) << ovsState();
   EXPECT_TRUE(flagGoneWithNetworkHere) << "the flag must go while the network is still here";
   EXPECT_FALSE(mappingsRemovedWhileBound);
   EXPECT_EQ(neutron.moves(), 1);
