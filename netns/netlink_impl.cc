@@ -2,6 +2,11 @@
 // netns/ethtool for offloads. Netlink sockets are bound to the namespace they are created in, so
 // a socket for the namespace is created inside it (runInNamespace) and used there.
 
+// glibc's <net/if.h> before the kernel's <linux/if.h>, which then leaves out what glibc defined
+// (linux/libc-compat.h); the other order fails to compile when a unity file puts a file that
+// includes <net/if.h> (Asio does) after this one.
+#include <net/if.h>
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/if.h>

@@ -25,6 +25,8 @@ build_pkgs=(
   # the libFuzzer targets (tests/fuzz, OKNA_FUZZ=ON): clang 14 and its libFuzzer and sanitizer
   # runtimes (libclang_rt.fuzzer, .asan, .ubsan), which Debian ships apart from the compiler
   clang libclang-rt-14-dev
+  # LLVM's linker: every tree links through it (CMakeLists.txt, OKNA_LINKER)
+  lld
 )
 test_pkgs=(
   # real daemons the integration tests start on loopback / in namespaces they create
