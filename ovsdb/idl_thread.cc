@@ -108,7 +108,8 @@ void readMetadataView(okna_sb_idl* sb, SbMetadataView& view) {
       [](void* ctx, const okna_sb_port* p) {
         auto& port = static_cast<std::vector<SbPort>*>(ctx)->emplace_back(
             SbPort{p->uuid, p->logical_port, p->type, p->datapath, p->on_chassis != 0,
-                   p->on_additional != 0, p->mac0, p->cidrs, p->device_id, p->project_id, ""});
+                   p->on_additional != 0, p->mac0, p->cidrs, p->device_id, p->project_id,
+                   p->device_owner, ""});
         // Tenant values, checked where they enter the agent (ovsdb/sb_values.h).
         port.problem = sbPortProblem(port);
       },

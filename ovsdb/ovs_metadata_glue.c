@@ -239,6 +239,8 @@ void okna_sb_idl_foreach_port(okna_sb_idl* h, okna_sb_port_view_cb cb, void* ctx
                                     "neutron:device_id", "");
     p.project_id = okna_glue_map_get(&pb->header_, &sbrec_port_binding_col_external_ids,
                                      "neutron:project_id", "");
+    p.device_owner = okna_glue_map_get(&pb->header_, &sbrec_port_binding_col_external_ids,
+                                       "neutron:device_owner", "");
     cb(ctx, &p);
   }
 }

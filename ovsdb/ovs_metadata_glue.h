@@ -61,6 +61,7 @@ typedef struct okna_sb_port {
   const char* cidrs;        /* external_ids:neutron:cidrs, "" when absent */
   const char* device_id;    /* external_ids:neutron:device_id */
   const char* project_id;   /* external_ids:neutron:project_id */
+  const char* device_owner; /* external_ids:neutron:device_owner */
 } okna_sb_port;
 typedef void (*okna_sb_port_view_cb)(void* ctx, const okna_sb_port* port);
 void okna_sb_idl_foreach_port(okna_sb_idl*, okna_sb_port_view_cb cb, void* ctx);

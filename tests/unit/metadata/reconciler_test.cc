@@ -134,6 +134,7 @@ class ReconcilerTest : public ::testing::Test {
     p.mac0 = mac0;
     p.cidrs = cidrs;
     p.deviceId = "dev-" + lport;
+    if (type == "localport") p.deviceOwner = "network:distributed";
     return p;
   }
 
