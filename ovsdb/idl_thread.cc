@@ -517,7 +517,13 @@ class IdlThread::Loop {
     } else if (!cfgDueAt_) {
       // Later ones spread, so that a fleet does not answer one nb_cfg bump all at once; a bump
       // while one is pending is carried by it (the latest nb_cfg is written when it is due).
-      cfgDueAt_ = now + randomDelay();
+      const auto delay = randomDelay();
+      cfgDueAt_ = now + delay;
+      log_->debug(
+          "nb_cfg {}: echoed to Chassis_Private {} in {} ms (a random 0-{} ms, as "
+          "Neutron's agent spreads it)",
+          cfg, sbChassis_, std::chrono::duration_cast<std::chrono::milliseconds>(delay).count(),
+          owner_.config_.livenessDelayMax.count());
     }
     const bool cfgDue = cfgDueAt_ && now >= *cfgDueAt_;
     if (cfgDue) {
