@@ -8,13 +8,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <optional>
 #include <random>
 #include <set>
 #include <stdexcept>
 
 #include "core/health.h"
 #include "core/logging.h"
+#include "ovsdb/neutron_liveness.h"
 #include "ovsdb/observed_read.h"
 #include "ovsdb/ovs_chassis_glue.h"
 #include "ovsdb/ovs_idl_glue.h"
@@ -42,16 +42,6 @@ constexpr auto kErrorBackoffMin = std::chrono::seconds(1);
 // Between this chassis's Chassis_Private row appearing and the first liveness write.
 constexpr auto kLivenessSettle = std::chrono::seconds(3);
 constexpr auto kErrorBackoffMax = std::chrono::seconds(30);
-
-// Neutron's Chassis_Private keys (neutron/common/ovn/constants.py).
-constexpr const char* kNeutronMetadataIdKey = "neutron:ovn-metadata-id";
-constexpr const char* kNeutronSbCfgKey = "neutron:ovn-metadata-sb-cfg";
-constexpr const char* kNeutronOvnBridgeKey = "neutron:ovn-bridge";
-// The OVN Neutron agent's (neutron-ovn-agent): Neutron's server reads its sb-cfg and id before
-// the metadata agent's; Neutron master's metadata agent removes them at start, and so do we.
-constexpr const char* kOvnNeutronAgentKeys[] = {"neutron:ovn-neutron-agent-sb-cfg",
-                                                "neutron:ovn-neutron-agent-id",
-                                                "neutron:description-neutron-agent"};
 
 okna_ovs_op_kind toGlue(OvsOp::Kind kind) {
   switch (kind) {
@@ -482,8 +472,8 @@ class IdlThread::Loop {
     if (!sb_ || !view.enabled || !view.synced) return;
     if (!view.hasChassisPrivate) {
       // A re-created row (ovn-controller re-registered) gets its first echo at once again.
-      chassisPrivateSeen_ = cfgWritten_ = false;
-      cfgDueAt_.reset();
+      chassisPrivateSeen_ = false;
+      liveness_ = {};
       return;
     }
     if (!chassisPrivateSeen_) {
@@ -495,73 +485,46 @@ class IdlThread::Loop {
     }
     if (owner_.config_.readOnly) return;
     if (Clock::now() < sbRetryAt_) return;
-    const auto now = Clock::now();
-    std::vector<std::string> kv;
-    if (!view.chassisPrivateIds.count(kNeutronMetadataIdKey)) {
-      kv.push_back(kNeutronMetadataIdKey);
-      kv.push_back(neutronMetadataAgentId(sbChassis_));
-    }
-    const std::string bridge = integrationBridge();
-    if (valueOr(view.chassisPrivateIds, kNeutronOvnBridgeKey) != bridge) {
-      kv.push_back(kNeutronOvnBridgeKey);
-      kv.push_back(bridge);
-    }
-    const std::string cfg = view.nbCfg >= 0 ? std::to_string(view.nbCfg) : "";
-    const auto it = view.chassisPrivateIds.find(kNeutronSbCfgKey);
-    const bool cfgBehind =
-        !cfg.empty() && (it == view.chassisPrivateIds.end() || it->second != cfg);
-    if (!cfgBehind) {
-      cfgDueAt_.reset();
-    } else if (!cfgWritten_) {
-      cfgDueAt_ = now;  // the first echo at once, as Neutron's first SB_Global event
-    } else if (!cfgDueAt_) {
-      // Later ones spread, so that a fleet does not answer one nb_cfg bump all at once; a bump
-      // while one is pending is carried by it (the latest nb_cfg is written when it is due).
-      const auto delay = randomDelay();
-      cfgDueAt_ = now + delay;
+    NeutronLivenessInputs in;
+    in.ids = view.chassisPrivateIds;
+    in.nbCfg = view.nbCfg;
+    in.chassisName = sbChassis_;
+    in.bridge = valueOr(snap_.ovs->externalIds, "ovn-bridge");
+    in.now = Clock::now();
+    in.randomDelay = randomDelay();
+    const NeutronLivenessPlan plan = planNeutronLiveness(in, liveness_);
+    if (plan.scheduled)
       log_->debug(
-          "nb_cfg {}: echoed to Chassis_Private {} in {} ms (a random 0-{} ms, as "
-          "Neutron's agent spreads it)",
-          cfg, sbChassis_, std::chrono::duration_cast<std::chrono::milliseconds>(delay).count(),
-          owner_.config_.livenessDelayMax.count());
+          "nb_cfg {}: echoed to Chassis_Private {} in {} ms (a random 0-{} ms, as Neutron's "
+          "agent spreads it)",
+          view.nbCfg, sbChassis_, plan.scheduled->count(), owner_.config_.livenessDelayMax.count());
+    if (plan.set.empty() && plan.remove.empty()) {
+      liveness_ = plan.next;
+      return;
     }
-    const bool cfgDue = cfgDueAt_ && now >= *cfgDueAt_;
-    if (cfgDue) {
-      kv.push_back(kNeutronSbCfgKey);
-      kv.push_back(cfg);
+    std::vector<const char*> kv;
+    for (const auto& [k, v] : plan.set) {
+      kv.push_back(k.c_str());
+      kv.push_back(v.c_str());
     }
     std::vector<const char*> del;
-    for (const char* key : kOvnNeutronAgentKeys)
-      if (view.chassisPrivateIds.count(key)) del.push_back(key);
-    if (kv.empty() && del.empty()) return;
-    std::vector<const char*> args;
-    for (const auto& s : kv) args.push_back(s.c_str());
+    for (const auto& k : plan.remove) del.push_back(k.c_str());
     if (!del.empty())
       log_->info(
           "removing the OVN Neutron agent's keys from Chassis_Private {} (this agent "
           "serves the host's metadata now; Neutron's server reads those keys first)",
           sbChassis_);
-    sbTxn_ = okna_sb_txn_set_chassis_private_ids(sb_, args.data(), args.size() / 2, del.data(),
-                                                 del.size());
-    if (sbTxn_) {
-      if (cfgDue) {
-        cfgWritten_ = true;
-        cfgDueAt_.reset();
-      }
-      finishSbTxn();
-    }
+    sbTxn_ =
+        okna_sb_txn_set_chassis_private_ids(sb_, kv.data(), kv.size() / 2, del.data(), del.size());
+    // Not sent (the row went): the echo stays pending, due at once.
+    liveness_ = sbTxn_ ? plan.next : NeutronLivenessState{liveness_.echoed, in.now};
+    if (sbTxn_) finishSbTxn();
   }
 
-  // external_ids:ovn-bridge of the local Open_vSwitch row, as ovn-controller and Neutron's agent
-  // read it (br-int when unset).
-  std::string integrationBridge() const {
-    const std::string b = valueOr(snap_.ovs->externalIds, "ovn-bridge");
-    return b.empty() ? "br-int" : b;
-  }
-
-  Clock::duration randomDelay() {
+  // 0 to ovs.livenessDelayMaxSeconds, for an nb_cfg echo scheduled now.
+  std::chrono::milliseconds randomDelay() {
     const auto max = owner_.config_.livenessDelayMax;
-    if (max.count() <= 0) return Clock::duration::zero();
+    if (max.count() <= 0) return std::chrono::milliseconds(0);
     std::uniform_int_distribution<long long> ms(0, max.count());
     return std::chrono::milliseconds(ms(random_));
   }
@@ -596,7 +559,7 @@ class IdlThread::Loop {
     long long ms = kTickMs;
     const auto now = Clock::now();
     for (const auto at : {retryAt_, tryAgainUntil_, sbRetryAt_, stale_ ? nextReadAt_ : now,
-                          cfgDueAt_.value_or(now)})
+                          liveness_.echoDueAt.value_or(now)})
       if (at > now)
         ms = std::min<long long>(
             ms, std::chrono::duration_cast<std::chrono::milliseconds>(at - now).count() + 1);
@@ -613,10 +576,8 @@ class IdlThread::Loop {
   Clock::time_point sbRetryAt_{};
   // This chassis's Chassis_Private row was there at the last look (keepNeutronLiveness).
   bool chassisPrivateSeen_ = false;
-  // neutron:ovn-metadata-sb-cfg: written once by this process (later ones are delayed), and
-  // when the pending echo is due.
-  bool cfgWritten_ = false;
-  std::optional<Clock::time_point> cfgDueAt_;
+  // The nb_cfg echo: done once (later ones are delayed), and when the pending one is due.
+  NeutronLivenessState liveness_;
   std::mt19937_64 random_{std::random_device{}()};
   std::vector<std::string> txnOps_;
   // The ownership record the running transaction writes (nullopt: no chassis ops in it).
