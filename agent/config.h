@@ -53,7 +53,7 @@ struct AgentConfig {
   placement::PlacementConfig placement;
   // OVN chassis configuration in the local OVSDB (section `ovs:`; off unless present or --ovsdb).
   ovsdb::OvsConfig ovs;
-  // The 169.254.169.254 service (section `metadata:`): with the compute role and `ovs:`.
+  // The 169.254.169.254 service (section `metadata:`): with the compute or network role and `ovs:`.
   metadata::MetadataConfig metadata;
 };
 

@@ -111,6 +111,7 @@ core::Result<metadata::Plumbing::Ensured> MetadataService::ensure(
       std::any_of(report.applied.begin(), report.applied.end(),
                   [](const netns::NsOp& op) { return op.kind == netns::NsOpKind::CreateVeth; });
   if (!report.unchanged()) e.changes = report.summary(*desired);
+  e.ipv6Unavailable = report.ipv6Unavailable;
   return e;
 }
 

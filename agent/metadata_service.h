@@ -40,7 +40,7 @@ class MetadataService : private metadata::Plumbing,
                   core::MetricsRegistry& metrics, core::HealthRegistry& health);
   ~MetadataService() override;
 
-  /** Active while the node has the compute role. */
+  /** Active while the node has the compute or the network role (external ports). */
   void setActive(bool active) { reconciler_.setActive(active); }
   /** Every IDL snapshot (the Southbound view and the integration bridge). */
   void onSnapshot(const ovsdb::Snapshot& snapshot);

@@ -59,10 +59,16 @@ MetadataIntent planMetadataIntent(const AgentConfig& config, const std::set<std:
   if (!config.metadata.enabled) return {false, "metadata.enabled is false"};
   if (!config.ovs.enabled)
     return {false, "OVS management is off (no ovs: section, no --ovsdb): no chassis to serve"};
-  if (roles.count("compute") == 0)
-    return {false, "no compute role: no namespace is created (existing ones keep serving)"};
-  return {true,
-          "compute role: one ovnmeta-<network> namespace per network with a VM port bound here"};
+  // Neutron's agent serves every VIF bound to its chassis wherever it runs: on a network node,
+  // the external ports (SR-IOV direct, baremetal) whose HA chassis group it hosts.
+  const bool compute = roles.count("compute") != 0;
+  if (!compute && roles.count("network") == 0)
+    return {false,
+            "neither compute nor network role: no namespace is created (existing ones keep "
+            "serving)"};
+  return {true, std::string(compute ? "compute" : "network") +
+                    " role: one ovnmeta-<network> namespace per network with a VM port (or an "
+                    "external port) bound here"};
 }
 
 nlohmann::json planToJson(const Plan& plan) {

@@ -66,7 +66,8 @@ struct MetadataLimits {
 };
 
 struct MetadataConfig {
-  // The service runs while the node has the compute role; false: never.
+  // The service runs while the node has the compute or the network role (Neutron serves the
+  // external ports bound to a network node); false: never.
   bool enabled = true;
   // File holding Neutron's metadata_proxy_shared_secret (surrounding whitespace is stripped,
   // as oslo.config strips Nova's). Re-read when it changes. Empty: the empty secret (Neutron's

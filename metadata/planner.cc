@@ -31,6 +31,20 @@ bool isMac(const std::string& s) {
   return std::regex_match(s, kMac);
 }
 
+bool isMetadataPort(const ovsdb::SbPort& p) {
+  return p.type == "localport" && p.deviceOwner == kMetadataPortOwner;
+}
+
+// mac[0] is "MAC IP...": whether one of the IPs is IPv6.
+bool hasIpv6Address(const std::string& mac0) {
+  const auto tokens = splitSpaces(mac0);
+  for (std::size_t i = 1; i < tokens.size(); ++i) {
+    in6_addr a{};
+    if (inet_pton(AF_INET6, tokens[i].c_str(), &a) == 1) return true;
+  }
+  return false;
+}
+
 bool isIpv4Cidr(const std::string& cidr) {
   const auto slash = cidr.find('/');
   const std::string ip = cidr.substr(0, slash);
@@ -88,10 +102,21 @@ MetadataPlan planMetadata(const ovsdb::SbMetadataView& view, bool ipv6,
     if (isVif(p) && (p.onChassis || p.onAdditional) && !p.datapath.empty())
       hosted.insert(p.datapath);
 
+  // The metadata port: the localport Neutron created as it (device_owner network:distributed),
+  // as Neutron master's get_metadata_port selects it. A datapath can hold other localports
+  // (ovn-octavia's health-monitor port): taking the first by uuid gave the namespace that port's
+  // MAC, address and iface-id (Neutron bug 2038091). Several: the first by uuid (rows sorted).
   std::map<std::string, const ovsdb::SbPort*> localports;
   for (const auto& p : view.rows->ports)
-    if (p.type == "localport" && hosted.count(p.datapath) && !localports.count(p.datapath))
+    if (isMetadataPort(p) && hosted.count(p.datapath) && !localports.count(p.datapath))
       localports[p.datapath] = &p;
+
+  // The datapaths with a VM port here that has an IPv6 address: an IPv6-only network is served
+  // on fe80::a9fe:a9fe (Neutron master's any_ip6).
+  std::set<std::string> withIpv6Vm;
+  for (const auto& p : view.rows->ports)
+    if (isVif(p) && (p.onChassis || p.onAdditional) && hasIpv6Address(p.mac0))
+      withIpv6Vm.insert(p.datapath);
 
   std::map<std::string, std::string> networkOfDatapath;
   for (const auto& dp : hosted) {
@@ -114,8 +139,8 @@ MetadataPlan planMetadata(const ovsdb::SbMetadataView& view, bool ipv6,
     const auto lp = localports.find(dp);
     if (lp == localports.end()) {
       plan.warnings.push_back("network " + networkId +
-                              ": no metadata port (localport) in the Southbound; no metadata "
-                              "namespace");
+                              ": no metadata port (localport with neutron:device_owner " +
+                              kMetadataPortOwner + ") in the Southbound; no metadata namespace");
       continue;
     }
     const ovsdb::SbPort& port = *lp->second;
@@ -140,11 +165,17 @@ MetadataPlan planMetadata(const ovsdb::SbMetadataView& view, bool ipv6,
     for (const auto& cidr : splitSpaces(port.cidrs))
       if (isIpv4Cidr(cidr))
         addresses.insert(cidr.find('/') == std::string::npos ? cidr + "/32" : cidr);
-    if (addresses.empty()) {
-      plan.warnings.push_back("network " + networkId + ": metadata port " + port.logicalPort +
-                              " has no IPv4 address (neutron:cidrs); no metadata namespace");
+    const bool ipv6Only = addresses.empty();
+    if (ipv6Only && !(ipv6 && withIpv6Vm.count(dp))) {
+      plan.warnings.push_back(
+          "network " + networkId + ": metadata port " + port.logicalPort +
+          " has no IPv4 address (neutron:cidrs)" +
+          (ipv6 ? " and no VM port here has an IPv6 address" : " and metadata.ipv6 is off") +
+          "; no metadata namespace");
       continue;
     }
+    // An IPv6-only network keeps 169.254.169.254/32 too, as Neutron master does: the listener
+    // set stays the same for every network.
     addresses.insert(std::string(kMetadataIpv4) + "/32");
     if (ipv6) addresses.insert(std::string(kMetadataIpv6) + "/64");
     n.addresses.assign(addresses.begin(), addresses.end());

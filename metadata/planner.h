@@ -7,10 +7,16 @@
 //     datapath is bound to this chassis (chassis) OR lists it in additional_chassis (the target
 //     of a live migration: metadata must answer the moment the VM lands);
 //   - network id = Datapath_Binding external_ids:name with "neutron-" removed;
-//   - the metadata port is the datapath's localport Port_Binding: MAC = first token of mac[0],
+//   - the metadata port is the datapath's localport Port_Binding whose
+//     external_ids:neutron:device_owner is network:distributed (Neutron master; Zed took any
+//     localport, an ovn-octavia health-monitor port included): MAC = first token of mac[0],
 //     addresses = the IPv4 entries of external_ids:neutron:cidrs, plus 169.254.169.254/32 (and,
-//     with IPv6 on, fe80::a9fe:a9fe/64). No localport, no MAC or no IPv4 cidr: no namespace (and
-//     a warning), as Neutron tears it down;
+//     with IPv6 on, fe80::a9fe:a9fe/64). No such port or no MAC: no namespace (and a warning),
+//     as Neutron tears it down. No IPv4 cidr (an IPv6-only network): a namespace only when IPv6
+//     is on and a VM port of the network here has an IPv6 address;
+//   - VIFs are Neutron's OVN_VIF_PORT_TYPES: "" and "external" (SR-IOV direct and baremetal
+//     ports, bound by ovn-controller to the chassis that hosts their HA chassis group, usually a
+//     network node: served there like any VM port);
 //   - client IP -> port: the VIFs of the network bound here whose mac[0] lists that IP. Only
 //     local VIFs can reach the localport, so a spoofed IP of a remote VM finds nothing.
 //
@@ -38,6 +44,8 @@ namespace okna::metadata {
 
 inline constexpr const char* kMetadataIpv4 = "169.254.169.254";
 inline constexpr const char* kMetadataIpv6 = "fe80::a9fe:a9fe";
+// neutron:device_owner of a network's metadata port (Neutron's DEVICE_OWNER_DISTRIBUTED).
+inline constexpr const char* kMetadataPortOwner = "network:distributed";
 
 /** One network's namespace, as Neutron names it. */
 struct NetworkPlan {

@@ -12,6 +12,10 @@ constexpr std::string_view kUnknownError =
     "An unknown error has occurred. Please try your request again.";
 constexpr std::string_view kNova500 =
     "Remote metadata server experienced an internal server error.";
+// Neutron master's answer when requests raises ConnectionError (refused, unresolvable, TLS,
+// connect timeout, connection lost mid-answer).
+constexpr std::string_view kNovaUnavailable =
+    "The remote metadata server is temporarily unavailable. Please try again later.";
 // Of Nova's answer Neutron passes on only the body and the Content-Type.
 constexpr std::string_view kNovaHeadersUsed[] = {"content-type"};
 
@@ -33,6 +37,8 @@ std::string_view reason(unsigned status) {
       return "Request Header Fields Too Large";
     case 500:
       return "Internal Server Error";
+    case 502:
+      return "Bad Gateway";
     case 503:
       return "Service Unavailable";
     case 504:
@@ -61,6 +67,10 @@ std::string_view defaultExplanation(unsigned status) {
     case 500:
       return "The server has either erred or is incapable of performing the requested "
              "operation.";
+    case 502:
+      return "Bad gateway.";
+    case 503:
+      return "The server is currently unavailable. Please try again at a later time.";
     case 504:
       return "The gateway has timed out.";
     default:
@@ -153,17 +163,23 @@ ProxyResponse errorResponse(unsigned status, std::string_view explanation) {
 ProxyResponse mapNovaResponse(core::Result<core::HttpResponse> result) {
   if (!result.ok()) {
     const core::Error& e = result.error();
+    const bool connectTimeout = e.code == CURLE_OPERATION_TIMEDOUT &&
+                                (e.message.find("Connection timed out") != std::string::npos ||
+                                 e.message.find("Connection timeout") != std::string::npos);
     ProxyResponse r;
-    if (e.code == CURLE_OPERATION_TIMEDOUT) {
-      const bool connecting = e.message.find("Connection timed out") != std::string::npos ||
-                              e.message.find("Connection timeout") != std::string::npos;
+    if (e.code == CURLE_OPERATION_TIMEDOUT && !connectTimeout) {
+      // Connected, no answer in time: what Neutron's haproxy answers when its `timeout server`
+      // (32 s) expires.
       r = errorResponse(504);
-      r.failure = connecting ? NovaFailure::Connect : NovaFailure::Timeout;
+      r.failure = NovaFailure::Timeout;
     } else {
-      const bool connecting =
-          e.code == CURLE_COULDNT_CONNECT || e.code == CURLE_COULDNT_RESOLVE_HOST ||
-          e.code == CURLE_SSL_CONNECT_ERROR || e.code == CURLE_PEER_FAILED_VERIFICATION;
-      r = errorResponse(500, kUnknownError);
+      // Nova not reachable, or the connection lost: Neutron master's 503 (requests'
+      // ConnectionError covers all of these; Zed answered 500).
+      const bool connecting = connectTimeout || e.code == CURLE_COULDNT_CONNECT ||
+                              e.code == CURLE_COULDNT_RESOLVE_HOST ||
+                              e.code == CURLE_SSL_CONNECT_ERROR ||
+                              e.code == CURLE_PEER_FAILED_VERIFICATION;
+      r = errorResponse(503, kNovaUnavailable);
       r.failure = connecting ? NovaFailure::Connect : NovaFailure::Transport;
     }
     r.warning = "the metadata server could not be reached: " + e.message;
@@ -202,6 +218,24 @@ ProxyResponse mapNovaResponse(core::Result<core::HttpResponse> result) {
       ProxyResponse r = errorResponse(500, kNova500);
       r.failure = NovaFailure::Status;
       r.warning = std::string(kNova500);
+      return r;
+    }
+    case 502:
+    case 503:
+    case 504: {
+      // Passed on as Neutron master passes them (a VM retries a 503), with what Nova said: its
+      // body and its Content-Type exactly (Neutron sends webob's own page instead). Without a
+      // Content-Type from Nova, the page Neutron sends.
+      const auto status = static_cast<unsigned>(nova.status);
+      auto type = nova.headers.find("content-type");
+      ProxyResponse r = type == nova.headers.end() ? errorResponse(status) : ProxyResponse{};
+      if (type != nova.headers.end()) {
+        r.status = status;
+        r.contentType = std::move(type->second);
+        r.body = std::move(nova.body);
+      }
+      r.failure = NovaFailure::Status;
+      r.warning = "the metadata server answered " + std::to_string(status);
       return r;
     }
     default: {

@@ -47,7 +47,7 @@ enum class NovaFailure {
   None,
   Connect,    // refused, unresolvable, TLS or TCP set-up failed or timed out
   Timeout,    // connected, but no complete answer within the timeout
-  Status,     // Nova answered 403, 500 or a status Neutron does not pass on
+  Status,     // Nova answered 403, 5xx or a status Neutron does not pass on
   Transport,  // any other transport error (connection reset mid-answer, ...)
 };
 
@@ -64,10 +64,13 @@ struct ProxyResponse {
 };
 
 /**
- * Nova's answer as Neutron maps it: 200 -> 200 with Nova's Content-Type and body (moved);
- * 400/403/404/409 -> the same status with Neutron's own body; 500, any other status, a 200
- * without Content-Type, or a transport failure -> 500; a timeout -> 504 (Neutron has none; its
- * haproxy answers 504 when its own `timeout server` expires, and so do we).
+ * Nova's answer as Neutron master maps it: 200 -> 200 with Nova's Content-Type and body (moved,
+ * the Content-Type exactly as Nova sent it: webob would add "; charset=UTF-8" to text types);
+ * 400/403/404/409 -> the same status with Neutron's own body; 502/503/504 -> the same status
+ * with Nova's body and Content-Type; 500, any other status or a 200 without Content-Type -> 500;
+ * Nova unreachable (refused, unresolvable, TLS, no connection within the connect timeout) or the
+ * connection lost -> 503; no answer within the timeout -> 504 (what Neutron's haproxy answers
+ * when its `timeout server` expires).
  */
 ProxyResponse mapNovaResponse(core::Result<core::HttpResponse> result);
 

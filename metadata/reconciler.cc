@@ -257,8 +257,11 @@ void Reconciler::startEnsure(const std::shared_ptr<const NetworkPlan>& planned) 
     auto ensured = plumbing_.ensure(*planned);
     std::vector<core::Result<int>> fds;
     if (ensured && (!listening || ensured->namespaceCreated))
-      for (const auto& address : addresses)
+      for (const auto& address : addresses) {
+        // No IPv6 in this kernel (or on this link): the IPv4 listener alone.
+        if (!ensured->ipv6Unavailable.empty() && address.find(':') != std::string::npos) continue;
         fds.push_back(plumbing_.listen(*planned, address, options_.port));
+      }
     boost::asio::post(
         io_, [this, alive, planned, ensured = std::move(ensured), fds = std::move(fds)]() mutable {
           if (*alive) {
@@ -303,6 +306,14 @@ void Reconciler::onEnsured(const std::shared_ptr<const NetworkPlan>& planned,
   };
   // A failed check stays a check (st.verify): retried with backoff, not ready meanwhile.
   if (!ensured) return fail(ensured.error().message), requestReconcile();
+  // Said once per agent: on a kernel booted with ipv6.disable=1 every namespace would say it.
+  if (!ensured->ipv6Unavailable.empty() && ipv6UnavailableReported_.empty()) {
+    ipv6UnavailableReported_ = ensured->ipv6Unavailable;
+    log->warn(
+        "IPv6 is off in this kernel or namespace (ipv6.disable=1 or disable_ipv6): {}; every "
+        "network is served on {} only, not on {} (reported once)",
+        ensured->ipv6Unavailable, kMetadataIpv4, kMetadataIpv6);
+  }
   if (!fds.empty()) {
     if (!fds[0])
       return fail("listening on " + std::string(kMetadataIpv4) + ":" +
@@ -476,6 +487,7 @@ void Reconciler::scheduleVerify() {
 nlohmann::json Reconciler::debugJson() const {
   nlohmann::json out;
   out["southbound"] = plan_.synced ? "synced" : plan_.notSyncedReason;
+  if (!ipv6UnavailableReported_.empty()) out["ipv6Unavailable"] = ipv6UnavailableReported_;
   out["networks"] = nlohmann::json::array();
   for (const auto& [id, state] : networks_) {
     const auto planned = plan_.networks.find(id);

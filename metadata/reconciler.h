@@ -53,6 +53,9 @@ class Plumbing {
     std::string changes;
     // The namespace or its veth was (re-)created: listeners opened before are dead.
     bool namespaceCreated = false;
+    // Non-empty: the kernel has IPv6 off (ipv6.disable=1, disable_ipv6) and refused
+    // fe80::a9fe:a9fe; the namespace serves IPv4 only and no IPv6 listener is opened.
+    std::string ipv6Unavailable;
   };
   /** Namespace, veth pair, MAC, addresses, offloads. */
   virtual core::Result<Ensured> ensure(const NetworkPlan& network) = 0;
@@ -122,13 +125,16 @@ class Reconciler {
   Reconciler(const Reconciler&) = delete;
   Reconciler& operator=(const Reconciler&) = delete;
 
-  /** Active with the compute role (and metadata.enabled). Inactive, no namespace is created,
-   *  but the existing ones keep serving until their network has no VM bound here any more:
+  /** Active with the compute or network role (and metadata.enabled). Inactive, no namespace is
+   * created, but the existing ones keep serving until their network has no VM bound here any more:
    *  losing the role (or a typo in the label) never cuts metadata from running VMs. */
   void setActive(bool active);
   bool active() const { return active_; }
   /** Whether the Southbound metadata rows are still needed (active, or namespaces remain). */
   bool wantsSouthbound() const { return active_ || !networks_.empty(); }
+  /** Why IPv6 metadata is not served (the kernel has IPv6 off); "" while it is or was never tried.
+   */
+  const std::string& ipv6Unavailable() const { return ipv6UnavailableReported_; }
   /** A new Southbound view, the integration bridge name, the ports now on that bridge in the
    *  database and those of them ovs-vswitchd has created (ofport set; from the IDL thread's
    *  snapshot; shared, so that an unchanged set costs no comparison). A network serves once
@@ -227,6 +233,8 @@ class Reconciler {
   core::HealthRegistry& health_;
   std::shared_ptr<bool> alive_;
   bool active_ = false;
+  // The kernel's reason the first time a namespace could not have IPv6 (logged once).
+  std::string ipv6UnavailableReported_;
   std::string bridge_ = "br-int";
   core::SharedValue<std::set<std::string>> bridgePorts_;
   core::SharedValue<std::set<std::string>> createdPorts_;

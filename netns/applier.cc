@@ -1,6 +1,7 @@
 #include "netns/applier.h"
 
 #include <algorithm>
+#include <cerrno>
 
 #include "core/logging.h"
 
@@ -14,6 +15,18 @@ core::Error withContext(const std::string& context, const core::Error& e) {
 // The kernel can need a second pass (a MAC change on a live link leaves the old link-local
 // address, which the next diff removes); more than this means something fights us.
 constexpr int kMaxRounds = 3;
+
+bool isIpv6(const std::string& cidr) {
+  return cidr.find(':') != std::string::npos;
+}
+
+// The errors of an IPv6 address add on a kernel or link with IPv6 off: ipv6.disable=1 leaves
+// rtnetlink without an AF_INET6 address handler (EOPNOTSUPP; EAFNOSUPPORT from some paths),
+// net.ipv6.conf.<if>.disable_ipv6=1 refuses it (EACCES).
+bool ipv6IsOff(const NsOp& op, int code) {
+  return op.kind == NsOpKind::AddAddress && isIpv6(op.address) &&
+         (code == EOPNOTSUPP || code == EAFNOSUPPORT || code == EACCES);
+}
 
 std::string join(const std::vector<NsOp>& ops, const DesiredNamespace& d) {
   std::string s;
@@ -38,12 +51,14 @@ std::string EnsureReport::summary(const DesiredNamespace& d) const {
   return s;
 }
 
-core::Status NamespaceApplier::ensure(const DesiredNamespace& desired, EnsureReport* report) {
+core::Status NamespaceApplier::ensure(const DesiredNamespace& wanted, EnsureReport* report) {
   EnsureReport local;
   EnsureReport& r = report != nullptr ? *report : local;
   r = EnsureReport{};
   auto log = core::logger("netns");
-  const std::string ctx = "namespace " + desired.name;
+  const std::string ctx = "namespace " + wanted.name;
+  // What is asked for, less the IPv6 addresses once the kernel said IPv6 is off.
+  DesiredNamespace desired = wanted;
   for (int round = 0; round < kMaxRounds; ++round) {
     auto observed = netlink_.observe(desired);
     if (!observed) return withContext(ctx + ": observe", observed.error());
@@ -52,7 +67,17 @@ core::Status NamespaceApplier::ensure(const DesiredNamespace& desired, EnsureRep
       log->debug("{}: {}", desired.name, r.summary(desired));
       return {};
     }
-    if (auto st = applyRecorded(ops, desired, r); !st) return st;
+    if (auto st = applyRecorded(ops, desired, r); !st) {
+      if (!r.ipv6Unavailable.empty() || r.failed.empty() ||
+          !ipv6IsOff(r.failed.back(), st.error().code))
+        return st;
+      // IPv4 keeps serving: the same namespace without its IPv6 addresses (the next round
+      // applies what came after the refused op).
+      r.ipv6Unavailable = st.error().message;
+      r.failed.pop_back();
+      std::erase_if(desired.addresses, isIpv6);
+      --round;
+    }
   }
   auto observed = netlink_.observe(desired);
   if (!observed) return withContext(ctx + ": observe", observed.error());

@@ -18,6 +18,10 @@ struct EnsureReport {
   std::vector<NsOp> applied;
   // The op that failed, if any (the ops before it stay done).
   std::vector<NsOp> failed;
+  // Non-empty when the kernel refused the IPv6 addresses because IPv6 is off (ipv6.disable=1:
+  // EOPNOTSUPP/EAFNOSUPPORT; disable_ipv6 on the link: EACCES): the kernel's reason. The
+  // namespace is then brought in line without them (IPv4 serves); the caller reports it.
+  std::string ipv6Unavailable;
   bool created() const;
   bool unchanged() const { return applied.empty() && failed.empty(); }
   /** "adopted unchanged", "created (12 ops)" or "repaired: SetMac tapX1 fa:16:..., ...". */
@@ -31,6 +35,8 @@ class NamespaceApplier {
   /**
    * Brings the namespace in line. On error the message names the namespace and the failing op
    * (its object) and the code is the errno; `report` (optional) lists what was done either way.
+   * An IPv6 address the kernel refuses because IPv6 is off is no error: it is left out and
+   * `report->ipv6Unavailable` says why.
    */
   core::Status ensure(const DesiredNamespace& desired, EnsureReport* report = nullptr);
   /**

@@ -61,8 +61,12 @@ int errnoOf(int nlError) {
     case NLE_NODEV:
       return ENODEV;
     case NLE_PERM:
-    case NLE_NOACCESS:
       return EPERM;
+    // EACCES: e.g. an IPv6 address on a link with disable_ipv6 (the applier serves IPv4 then).
+    case NLE_NOACCESS:
+      return EACCES;
+    case NLE_AF_NOSUPPORT:
+      return EAFNOSUPPORT;
     case NLE_BUSY:
       return EBUSY;
     case NLE_INVAL:

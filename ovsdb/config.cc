@@ -50,7 +50,7 @@ bool isValidOvsIfaceName(const std::string& name) {
 
 OvsConfig parseOvsConfig(const core::YamlField& f) {
   f.expectKeys({"enabled", "remote", "sbRemote", "drainTimeoutSeconds", "defaultExternalBridge",
-                "stateFile", "ssl", "vswitchdRunDir"});
+                "stateFile", "ssl", "vswitchdRunDir", "livenessDelayMaxSeconds"});
   OvsConfig c;
   c.enabled = true;
   if (auto e = f.get("enabled")) c.enabled = e->asBool();
@@ -85,6 +85,9 @@ OvsConfig parseOvsConfig(const core::YamlField& f) {
     r->fail(needsSsl);
   if (auto d = f.get("drainTimeoutSeconds"))
     c.drainTimeout = std::chrono::seconds(d->asInt(0, 86400));
+  // Neutron's own bound is 3 to 10 s; past agent_down_time (75 s) Neutron would call it dead.
+  if (auto d = f.get("livenessDelayMaxSeconds"))
+    c.livenessDelayMax = std::chrono::milliseconds(d->asInt(0, 30) * 1000);
   if (auto v = f.get("stateFile")) c.stateFile = v->asString();
   if (auto v = f.get("vswitchdRunDir")) {
     c.vswitchdRunDir = v->asString();

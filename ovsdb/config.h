@@ -50,6 +50,12 @@ struct OvsConfig {
   std::optional<std::string> vswitchdRunDir;
   // How often that is checked.
   std::chrono::milliseconds vswitchdCheckInterval{2000};
+  // Each nb_cfg change after the first is echoed into Chassis_Private
+  // external_ids:neutron:ovn-metadata-sb-cfg after a random delay of 0 to this long, as Neutron's
+  // metadata agent spreads it (max(min(agent_down_time // 3, 10), 3) s: 10 s with Neutron's
+  // defaults), so that a fleet does not write the Southbound at the same instant after each
+  // bump (bench/metadata RESULTS.md, measure 8). 0: at once.
+  std::chrono::milliseconds livenessDelayMax{10000};
   // The bridge that gets the external NIC when no bridge mapping names one.
   std::string defaultExternalBridge = "br-ex";
   // --dry-run: read both databases, never write (no transaction, no Neutron liveness keys).

@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <random>
 #include <set>
 #include <stdexcept>
 
 #include "core/health.h"
 #include "core/logging.h"
+#include "ovsdb/neutron_liveness.h"
 #include "ovsdb/observed_read.h"
 #include "ovsdb/ovs_chassis_glue.h"
 #include "ovsdb/ovs_idl_glue.h"
@@ -108,7 +110,8 @@ void readMetadataView(okna_sb_idl* sb, SbMetadataView& view) {
       [](void* ctx, const okna_sb_port* p) {
         auto& port = static_cast<std::vector<SbPort>*>(ctx)->emplace_back(
             SbPort{p->uuid, p->logical_port, p->type, p->datapath, p->on_chassis != 0,
-                   p->on_additional != 0, p->mac0, p->cidrs, p->device_id, p->project_id, ""});
+                   p->on_additional != 0, p->mac0, p->cidrs, p->device_id, p->project_id,
+                   p->device_owner, ""});
         // Tenant values, checked where they enter the agent (ovsdb/sb_values.h).
         port.problem = sbPortProblem(port);
       },
@@ -458,13 +461,19 @@ class IdlThread::Loop {
     sbConnected_ = connected;
   }
 
-  // Neutron's liveness keys on this chassis' Chassis_Private row, as its metadata agent keeps
-  // them: the agent id (set once, never overwritten) and nb_cfg echoed on every change.
+  // Neutron's liveness keys on this chassis' Chassis_Private row, as its metadata agent (master)
+  // keeps them: the agent id (set once, never overwritten), the integration bridge
+  // (neutron:ovn-bridge, Neutron master's VIF bridge), nb_cfg echoed on every change (after a
+  // random delay but the first), and none of the keys of the OVN Neutron agent
+  // (neutron:ovn-neutron-agent-*), which Neutron's server prefers: left by an agent this one
+  // replaced on the host, they would make the host look dead.
   void keepNeutronLiveness() {
     const SbMetadataView& view = snap_.sb.metadata;
     if (!sb_ || !view.enabled || !view.synced) return;
     if (!view.hasChassisPrivate) {
+      // A re-created row (ovn-controller re-registered) gets its first echo at once again.
       chassisPrivateSeen_ = false;
+      liveness_ = {};
       return;
     }
     if (!chassisPrivateSeen_) {
@@ -476,22 +485,48 @@ class IdlThread::Loop {
     }
     if (owner_.config_.readOnly) return;
     if (Clock::now() < sbRetryAt_) return;
-    std::vector<std::string> kv;
-    if (!view.chassisPrivateIds.count("neutron:ovn-metadata-id")) {
-      kv.push_back("neutron:ovn-metadata-id");
-      kv.push_back(neutronMetadataAgentId(sbChassis_));
+    NeutronLivenessInputs in;
+    in.ids = view.chassisPrivateIds;
+    in.nbCfg = view.nbCfg;
+    in.chassisName = sbChassis_;
+    in.bridge = valueOr(snap_.ovs->externalIds, "ovn-bridge");
+    in.now = Clock::now();
+    in.randomDelay = randomDelay();
+    const NeutronLivenessPlan plan = planNeutronLiveness(in, liveness_);
+    if (plan.scheduled)
+      log_->debug(
+          "nb_cfg {}: echoed to Chassis_Private {} in {} ms (a random 0-{} ms, as Neutron's "
+          "agent spreads it)",
+          view.nbCfg, sbChassis_, plan.scheduled->count(), owner_.config_.livenessDelayMax.count());
+    if (plan.set.empty() && plan.remove.empty()) {
+      liveness_ = plan.next;
+      return;
     }
-    const std::string cfg = view.nbCfg >= 0 ? std::to_string(view.nbCfg) : "";
-    const auto it = view.chassisPrivateIds.find("neutron:ovn-metadata-sb-cfg");
-    if (!cfg.empty() && (it == view.chassisPrivateIds.end() || it->second != cfg)) {
-      kv.push_back("neutron:ovn-metadata-sb-cfg");
-      kv.push_back(cfg);
+    std::vector<const char*> kv;
+    for (const auto& [k, v] : plan.set) {
+      kv.push_back(k.c_str());
+      kv.push_back(v.c_str());
     }
-    if (kv.empty()) return;
-    std::vector<const char*> args;
-    for (const auto& s : kv) args.push_back(s.c_str());
-    sbTxn_ = okna_sb_txn_set_chassis_private_ids(sb_, args.data(), args.size() / 2);
+    std::vector<const char*> del;
+    for (const auto& k : plan.remove) del.push_back(k.c_str());
+    if (!del.empty())
+      log_->info(
+          "removing the OVN Neutron agent's keys from Chassis_Private {} (this agent "
+          "serves the host's metadata now; Neutron's server reads those keys first)",
+          sbChassis_);
+    sbTxn_ =
+        okna_sb_txn_set_chassis_private_ids(sb_, kv.data(), kv.size() / 2, del.data(), del.size());
+    // Not sent (the row went): the echo stays pending, due at once.
+    liveness_ = sbTxn_ ? plan.next : NeutronLivenessState{liveness_.echoed, in.now};
     if (sbTxn_) finishSbTxn();
+  }
+
+  // 0 to ovs.livenessDelayMaxSeconds, for an nb_cfg echo scheduled now.
+  std::chrono::milliseconds randomDelay() {
+    const auto max = owner_.config_.livenessDelayMax;
+    if (max.count() <= 0) return std::chrono::milliseconds(0);
+    std::uniform_int_distribution<long long> ms(0, max.count());
+    return std::chrono::milliseconds(ms(random_));
   }
 
   void finishSbTxn() {
@@ -523,7 +558,8 @@ class IdlThread::Loop {
     okna_poll_fd_wait(owner_.wakeFd_);
     long long ms = kTickMs;
     const auto now = Clock::now();
-    for (const auto at : {retryAt_, tryAgainUntil_, sbRetryAt_, stale_ ? nextReadAt_ : now})
+    for (const auto at : {retryAt_, tryAgainUntil_, sbRetryAt_, stale_ ? nextReadAt_ : now,
+                          liveness_.echoDueAt.value_or(now)})
       if (at > now)
         ms = std::min<long long>(
             ms, std::chrono::duration_cast<std::chrono::milliseconds>(at - now).count() + 1);
@@ -540,6 +576,9 @@ class IdlThread::Loop {
   Clock::time_point sbRetryAt_{};
   // This chassis's Chassis_Private row was there at the last look (keepNeutronLiveness).
   bool chassisPrivateSeen_ = false;
+  // The nb_cfg echo: done once (later ones are delayed), and when the pending one is due.
+  NeutronLivenessState liveness_;
+  std::mt19937_64 random_{std::random_device{}()};
   std::vector<std::string> txnOps_;
   // The ownership record the running transaction writes (nullopt: no chassis ops in it).
   std::optional<OwnershipRecord> txnOwned_;

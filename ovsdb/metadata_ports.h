@@ -38,6 +38,10 @@ struct SbPort {
   std::string cidrs;
   std::string deviceId;
   std::string projectId;
+  // external_ids:neutron:device_owner: "network:distributed" marks a network's metadata port
+  // (a localport); other localports (ovn-octavia's health monitor ports) are not it. Only
+  // compared with that constant: never sent, never logged.
+  std::string deviceOwner;
   // Why this port is not served (a value failed ovsdb/sb_values.h's checks); "" when it may be.
   std::string problem;
   bool operator==(const SbPort&) const = default;

@@ -239,6 +239,8 @@ void okna_sb_idl_foreach_port(okna_sb_idl* h, okna_sb_port_view_cb cb, void* ctx
                                     "neutron:device_id", "");
     p.project_id = okna_glue_map_get(&pb->header_, &sbrec_port_binding_col_external_ids,
                                      "neutron:project_id", "");
+    p.device_owner = okna_glue_map_get(&pb->header_, &sbrec_port_binding_col_external_ids,
+                                       "neutron:device_owner", "");
     cb(ctx, &p);
   }
 }
@@ -292,7 +294,8 @@ struct okna_sb_txn {
 };
 
 okna_sb_txn* okna_sb_txn_set_chassis_private_ids(okna_sb_idl* h, const char* const* kv,
-                                                 size_t n_pairs) {
+                                                 size_t n_pairs, const char* const* del,
+                                                 size_t n_del) {
   const struct sbrec_chassis_private* row = h ? own_private(h) : NULL;
   if (!row) {
     return NULL;
@@ -301,6 +304,9 @@ okna_sb_txn* okna_sb_txn_set_chassis_private_ids(okna_sb_idl* h, const char* con
   ovsdb_idl_txn_add_comment(txn, "openkeel-node-agent: metadata agent liveness");
   for (size_t i = 0; i < n_pairs; i++) {
     sbrec_chassis_private_update_external_ids_setkey(row, kv[2 * i], kv[2 * i + 1]);
+  }
+  for (size_t i = 0; i < n_del; i++) {
+    sbrec_chassis_private_update_external_ids_delkey(row, del[i]);
   }
   okna_sb_txn* t = xzalloc(sizeof *t);
   t->txn = txn;

@@ -61,6 +61,7 @@ typedef struct okna_sb_port {
   const char* cidrs;        /* external_ids:neutron:cidrs, "" when absent */
   const char* device_id;    /* external_ids:neutron:device_id */
   const char* project_id;   /* external_ids:neutron:project_id */
+  const char* device_owner; /* external_ids:neutron:device_owner */
 } okna_sb_port;
 typedef void (*okna_sb_port_view_cb)(void* ctx, const okna_sb_port* port);
 void okna_sb_idl_foreach_port(okna_sb_idl*, okna_sb_port_view_cb cb, void* ctx);
@@ -75,10 +76,12 @@ long long okna_sb_idl_nb_cfg(okna_sb_idl*);
 int okna_sb_idl_foreach_chassis_private_id(okna_sb_idl*, okna_ovsdb_kv_cb cb, void* ctx);
 
 /* A non-blocking SB transaction that sets keys of the own Chassis_Private row's external_ids
- * (partial map update). 'kv' holds n_pairs key/value pairs. NULL when the row is not there. */
+ * and deletes others (partial map updates). 'kv' holds n_pairs key/value pairs, 'del' n_del
+ * keys. NULL when the row is not there. */
 typedef struct okna_sb_txn okna_sb_txn;
 okna_sb_txn* okna_sb_txn_set_chassis_private_ids(okna_sb_idl*, const char* const* kv,
-                                                 size_t n_pairs);
+                                                 size_t n_pairs, const char* const* del,
+                                                 size_t n_del);
 okna_txn_status okna_sb_txn_commit(okna_sb_txn*);
 void okna_sb_txn_wait(okna_sb_txn*);
 const char* okna_sb_txn_error(const okna_sb_txn*);

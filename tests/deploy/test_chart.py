@@ -586,6 +586,31 @@ class TestSecretsOnComputeOnly(ChartCase):
         self.assertEqual(pm["spec"]["selector"]["matchExpressions"][0]["values"],
                          ["openkeel-node-agent", "openkeel-node-agent-nocompute"])
 
+    def test_metadata_on_network_nodes_for_external_ports(self):
+        # metadata.onNetworkNodes: the network-only agents serve the external ports (SR-IOV direct,
+        # baremetal) OVN binds to them, with Nova's shared secret and the /run/netns mount; never
+        # Placement or its Secret.
+        objs = render(sets=["metadata.onNetworkNodes=true"])
+        other = objs["DaemonSet/nocompute"]["spec"]["template"]["spec"]
+        self.assertEqual(sorted(v["name"] for v in other["volumes"]),
+                         ["config", "metadata-secrets", "netns", "ovs-run", "state"])
+        netns = [m for m in other["containers"][0]["volumeMounts"] if m["name"] == "netns"][0]
+        self.assertEqual(netns["mountPropagation"], "Bidirectional")
+        self.assertIs(other["containers"][0]["securityContext"]["privileged"], True)
+        cfg = yaml.safe_load(objs["ConfigMap"]["data"]["agent-nocompute.yaml"])
+        full = yaml.safe_load(objs["ConfigMap"]["data"]["agent.yaml"])
+        self.assertEqual(cfg["metadata"], full["metadata"])
+        self.assertEqual(cfg["placement"], {"enabled": False})
+        # Unprivileged (HostToContainer): the compute agents' capabilities, metadata's included.
+        objs = render(sets=["metadata.onNetworkNodes=true", "metadata.netnsMountPropagation=HostToContainer"])
+        ctx = objs["DaemonSet/nocompute"]["spec"]["template"]["spec"]["containers"][0]["securityContext"]
+        self.assertIs(ctx["privileged"], False)
+        self.assertEqual(ctx["capabilities"], {"drop": ["ALL"], "add": ["NET_ADMIN", "SYS_ADMIN", "NET_BIND_SERVICE"]})
+        # metadata.enabled false wins.
+        cfg = yaml.safe_load(render(sets=["metadata.onNetworkNodes=true", "metadata.enabled=false"])
+                             ["ConfigMap"]["data"]["agent-nocompute.yaml"])
+        self.assertEqual(cfg["metadata"], {"enabled": False})
+
     def test_one_daemonset_where_the_chart_cannot_split(self):
         for sets in (["secretsOnComputeOnly=false"], ["placement.role=network"], ["placement.roles={compute}"],
                      ["placement.roles={network,storage}"],
@@ -644,6 +669,13 @@ class TestAgentAcceptsTheRenderedConfig(ChartCase):
         self.assertEqual(sorted(plan["roles"]), ["compute", "controlPlane", "network", "storage"])
         self.assertNotIn("placement", plan)
         self.assertIs(plan["metadata"]["enabled"], False)
+
+    def test_network_only_config_with_metadata_on_network_nodes(self):
+        # The agent's strict parser takes it, and with the network role it serves metadata.
+        plan = self.dry_run(["metadata.onNetworkNodes=true", "global.nodeRoles.profile=hardened"],
+                            "ok-net-2.node.json", key="agent-nocompute.yaml")
+        self.assertEqual(plan["roles"], ["network"])
+        self.assertIs(plan["metadata"]["enabled"], True)
 
     def test_hardened_profile(self):
         plan = self.dry_run(["global.nodeRoles.profile=hardened"], "ok-net-2.node.json")

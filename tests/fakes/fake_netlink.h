@@ -36,6 +36,8 @@ class FakeNetlink : public netns::Netlink {
   std::vector<netns::NsOp> applied;
   int observeCalls = 0;
   std::map<netns::NsOpKind, int> failures;  // op kind -> errno to fail with
+  // An IPv6 AddAddress fails with this errno (a kernel booted with ipv6.disable=1: EOPNOTSUPP).
+  std::optional<int> ipv6AddressFailure;
   std::optional<int> failRemove;
 
   FakeNs& host() { return namespaces[""]; }
@@ -153,6 +155,9 @@ class FakeNetlink : public netns::Netlink {
         break;
       case K::AddAddress:
       case K::DelAddress: {
+        if (op.kind == K::AddAddress && ipv6AddressFailure &&
+            op.address.find(':') != std::string::npos)
+          return core::makeError("Operation not supported", *ipv6AddressFailure);
         FakeLink* in = link(d.name, d.innerIface);
         if (in == nullptr) return noDev(d.innerIface);
         auto& a = in->addresses;

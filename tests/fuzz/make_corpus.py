@@ -66,6 +66,8 @@ REQUEST_PATH = {
 # control byte, logical_port, type, mac[0], neutron:cidrs, device_id, project_id; then the
 # datapath names of dp0..dp3.
 BOUND, MIGRATING = 1, 2
+# neutron:device_owner is not network:distributed (an ovn-octavia health-monitor localport).
+NOT_METADATA_PORT = 32
 
 
 def dp(n):
@@ -125,6 +127,16 @@ SB_VIEW = {
     "datapath_dotdot": sb_view([localport(0), vif(0), localport(1), vif(1)],
                                [b"neutron-../../etc", b"neutron-neutron-"]),
     "datapath_long": sb_view([localport(0), vif(0)], [b"neutron-" + NET1 + NET1]),
+    # An ovn-octavia localport first (smaller uuid) on network 0; network 1 IPv6-only with an
+    # IPv6 VM here, its only localport not the metadata port on network 2.
+    "octavia_and_ipv6_only": sb_view(
+        [(dp(0) | NOT_METADATA_PORT, b"ovn-lb-hm", b"localport", b"fa:16:3e:00:0e:0e 10.0.0.250",
+          b"10.0.0.250/24", b"", PROJECT), localport(0), vif(0),
+         localport(1, mac=b"fa:16:3e:00:01:02 fd00::2", cidrs=b"fd00::2/64"),
+         vif(1, mac=b"fa:16:3e:00:01:05 fd00::5"),
+         (dp(2) | NOT_METADATA_PORT, b"ovn-lb-hm-2", b"localport", b"fa:16:3e:00:0e:0f 10.2.0.3",
+          b"10.2.0.3/24", b"", PROJECT), vif(2)],
+        [b"neutron-" + NET1, b"neutron-" + NET2, b"neutron-" + NET2[:-1] + b"b"]),
     "empty_fields": sb_view([(0, b"", b"", b"", b"", b"", b"")] * 3, [b"", b""]),
     # A VM on a datapath without a Datapath_Binding, one on none, one without a localport.
     "missing_rows": sb_view([vif(5), vif(4), vif(0)], [b"neutron-" + NET1], flags=0),

@@ -10,7 +10,8 @@
 //   7 per port     control, logical_port, type, mac[0], neutron:cidrs, neutron:device_id,
 //                  neutron:project_id. Control byte 0: bit 0 bound here (chassis), bit 1
 //                  additional_chassis, bits 2-4 the datapath: 0-3 dp0..dp3, 4 none, 5-7 "dp9"
-//                  (no Datapath_Binding)
+//                  (no Datapath_Binding), bit 5 neutron:device_owner is not network:distributed
+//                  (an ovn-octavia health-monitor localport)
 //   then up to 4   the external_ids:name of dp0, dp1, dp2, dp3 (a datapath whose field is
 //                  missing has no name)
 // tests/fuzz/make_corpus.py writes inputs in this layout.
@@ -179,10 +180,12 @@ void checkPlan(const okna::ovsdb::SbMetadataView& view, const okna::metadata::Me
     }
     FUZZ_CHECK(n.hostIface != n.innerIface, what + "both veth ends are " + quoted(n.hostIface));
 
-    // The metadata port: a localport of the datapath without a problem.
+    // The metadata port: a localport of the datapath owned by network:distributed (never an
+    // ovn-octavia health-monitor port), without a problem.
     bool found = false;
     for (const auto& p : rows.ports)
       found = found || (p.type == "localport" && p.datapath == n.datapath &&
+                        p.deviceOwner == okna::metadata::kMetadataPortOwner &&
                         p.logicalPort == n.metadataPort && p.problem.empty());
     FUZZ_CHECK(found, what + "metadata port " + quoted(n.metadataPort) + " is no clean localport");
     FUZZ_CHECK(isMac(n.mac), what + "MAC " + quoted(n.mac));
@@ -249,6 +252,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     port.cidrs = field();
     port.deviceId = field();
     port.projectId = field();
+    port.deviceOwner = (bits & 32) != 0 ? "network:f5" : okna::metadata::kMetadataPortOwner;
     // Tenant values, checked where they enter the agent, as ovsdb/idl_thread.cc does.
     port.problem = okna::ovsdb::sbPortProblem(port);
     rows.ports.push_back(std::move(port));

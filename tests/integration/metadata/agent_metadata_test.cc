@@ -112,10 +112,10 @@ TEST_F(AgentMetadataTest, RestartAdoptsTheNamespaceAndNovaDownIsAPromptError) {
   EXPECT_EQ(namespaceInode(net1.metadata_netns), before) << "rebuilt instead of adopted";
   EXPECT_NE(agent_->log().find("adopted as it was"), std::string::npos) << agent_->log();
 
-  // Nova goes away: the VM gets a 5xx at once (connection refused), not a hang.
+  // Nova goes away: the VM gets Neutron master's 503 at once (connection refused), not a hang.
   nova_.reset();
   const Answer down = curlFromVm(*chassis_, vm1.netns, "/openstack/latest/meta_data.json");
-  EXPECT_EQ(down.status, 500) << down.body;
+  EXPECT_EQ(down.status, 503) << down.body;
 }
 
 TEST_F(AgentMetadataTest, DryRunListsWhatItWouldCreateKeepAndRemoveAndWritesNothing) {

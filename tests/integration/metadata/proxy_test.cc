@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -219,8 +220,8 @@ TEST_P(ProxyIntegrationTest, UnknownOrAmbiguousClientIs404AndNovaIsNotAsked) {
 TEST_P(ProxyIntegrationTest, NovaStatusesMappedAsNeutron) {
   startFakeNova();
   startServer();
-  const std::vector<std::pair<int, int>> cases{{400, 400}, {403, 403}, {404, 404}, {409, 409},
-                                               {500, 500}, {418, 500}, {503, 500}};
+  const std::vector<std::pair<int, int>> cases{{400, 400}, {403, 403}, {404, 404},
+                                               {409, 409}, {500, 500}, {418, 500}};
   for (const auto& [novaStatus, expected] : cases) {
     control("POST", "/_control/status?code=" + std::to_string(novaStatus));
     auto r = get("/openstack/latest/meta_data.json");
@@ -228,7 +229,52 @@ TEST_P(ProxyIntegrationTest, NovaStatusesMappedAsNeutron) {
     EXPECT_EQ(r->status, expected) << novaStatus;
     EXPECT_EQ(r->body.find("scripted status"), std::string::npos) << "Neutron's body, not Nova's";
   }
-  EXPECT_EQ(metric("okna_metadata_nova_errors_total{reason=\"status\"}"), 4);
+  EXPECT_EQ(metric("okna_metadata_nova_errors_total{reason=\"status\"}"), 3);
+}
+
+TEST_P(ProxyIntegrationTest, Nova502503504ReachTheVmWithNovasBodyAndType) {
+  // Neutron master passes them on (Zed: 500); what the VM reads is what Nova said.
+  startFakeNova();
+  startServer();
+  for (const int status : {502, 503, 504}) {
+    control("POST", "/_control/status?code=" + std::to_string(status) + "&type=text/html");
+    auto r = get("/openstack/latest/meta_data.json");
+    ASSERT_TRUE(r) << status;
+    EXPECT_EQ(r->status, status);
+    EXPECT_EQ(r->body, "scripted status " + std::to_string(status));
+    EXPECT_EQ(r->headers["content-type"], "text/html") << "no charset added";
+  }
+  EXPECT_EQ(metric("okna_metadata_nova_errors_total{reason=\"status\"}"), 3);
+}
+
+std::string urlEncode(const std::string& s) {
+  std::string out;
+  for (const unsigned char c : s) {
+    if (std::isalnum(c) || c == '/' || c == '-' || c == '.') {
+      out += static_cast<char>(c);
+    } else {
+      static const char* kHex = "0123456789ABCDEF";
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+TEST_P(ProxyIntegrationTest, NovasContentTypeReachesTheVmExactly) {
+  // webob (Neutron) turns text/plain into "text/plain; charset=UTF-8"; we pass on Nova's.
+  startFakeNova();
+  startServer();
+  for (const std::string type :
+       {"text/plain", "text/plain; charset=us-ascii", "application/octet-stream"}) {
+    control("POST", "/_control/status?code=200&type=" + urlEncode(type));
+    auto r = get("/openstack/latest/user_data");
+    ASSERT_TRUE(r) << type;
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->headers["content-type"], type);
+    EXPECT_EQ(r->body, "scripted status 200");
+  }
 }
 
 TEST_P(ProxyIntegrationTest, WrongSecretIs403AndARotatedSecretIsPickedUp) {
@@ -249,15 +295,20 @@ TEST_P(ProxyIntegrationTest, WrongSecretIs403AndARotatedSecretIsPickedUp) {
       std::chrono::seconds(10), std::chrono::milliseconds(100)));
 }
 
-TEST_P(ProxyIntegrationTest, NovaDownIsA500) {
-  // A port nobody listens on: bind, read the port, close.
+TEST_P(ProxyIntegrationTest, NovaDownIsA503) {
+  // A port nobody listens on: bind, read the port, close. Neutron master answers 503 (requests'
+  // ConnectionError), Zed 500.
   auto [fd, freePort] = okna::testing::listenOnLoopback();
   ::close(fd);
   config_.nova.port = freePort;
   startServer();
   auto r = get("/openstack/latest/meta_data.json");
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 500);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_NE(r->body.find("The remote metadata server is temporarily unavailable. Please try "
+                         "again later."),
+            std::string::npos)
+      << r->body;
   EXPECT_EQ(metric("okna_metadata_nova_errors_total{reason=\"connect\"}"), 1);
 }
 

@@ -40,6 +40,10 @@ class MetadataViewTest : public ::testing::Test {
                 "inst-a", 10);
     port("md-b", dpB_, "localport", "fa:16:3e:00:01:01 10.1.0.2", "", "neutron:cidrs",
          "10.1.0.2/24");
+    // As Neutron creates a network's metadata port (the planner takes no other localport).
+    for (const char* md : {"md-a", "md-b"})
+      sb_->sbctl({"set", "Port_Binding", md,
+                  "external_ids:\"neutron:device_owner\"=\"network:distributed\""});
     vmB_ = port("vm-b", dpB_, "", "fa:16:3e:00:01:10 10.1.0.10", "chassis-2", "neutron:device_id",
                 "inst-b", 11);
     // The rest of the cloud: ports of network B on chassis 2 that this chassis must never see.
@@ -173,14 +177,29 @@ TEST_F(MetadataViewTest, MetadataPortAndVmAddressChangesArrive) {
 
 TEST_F(MetadataViewTest, NeutronLivenessKeysAreKept) {
   sb_->sbctl({"set", "SB_Global", ".", "nb_cfg=5"});
+  // Left by Neutron's OVN agent (neutron-ovn-agent), which neutron-server reads first.
+  sb_->sbctl(
+      {"set", "Chassis_Private", "chassis-1", "external_ids:\"neutron:ovn-neutron-agent-id\"=\"x\"",
+       "external_ids:\"neutron:ovn-neutron-agent-sb-cfg\"=\"1\"",
+       "external_ids:\"neutron:description-neutron-agent\"=\"d\"", "external_ids:foreign=kept"});
   start();
   ASSERT_TRUE(loop_.runUntil([&] {
     return privateId("neutron:ovn-metadata-id") ==
                "\"" + neutronMetadataAgentId("chassis-1") + "\"" &&
-           privateId("neutron:ovn-metadata-sb-cfg") == "\"5\"";
-  }));
+           privateId("neutron:ovn-metadata-sb-cfg") == "\"5\"" &&
+           privateId("neutron:ovn-bridge") == "br-int" &&
+           privateId("neutron:ovn-neutron-agent-id").empty();
+  })) << sb_->sbctl({"list", "Chassis_Private"});
+  EXPECT_TRUE(privateId("neutron:ovn-neutron-agent-sb-cfg").empty());
+  EXPECT_TRUE(privateId("neutron:description-neutron-agent").empty());
+  EXPECT_EQ(privateId("foreign"), "kept");
+  // Later echoes wait a random 0-10 s (Neutron's spread).
   sb_->sbctl({"set", "SB_Global", ".", "nb_cfg=6"});
-  ASSERT_TRUE(loop_.runUntil([&] { return privateId("neutron:ovn-metadata-sb-cfg") == "\"6\""; }));
+  ASSERT_TRUE(loop_.runUntil([&] { return privateId("neutron:ovn-metadata-sb-cfg") == "\"6\""; },
+                             std::chrono::seconds(30)));
+  // The integration bridge is renamed: neutron:ovn-bridge follows.
+  ovs_->vsctl({"set", "Open_vSwitch", ".", "external_ids:ovn-bridge=br-int2"});
+  ASSERT_TRUE(loop_.runUntil([&] { return privateId("neutron:ovn-bridge") == "br-int2"; }));
 }
 
 TEST_F(MetadataViewTest, PortsArePluggedAdoptedAndOnlyMarkedOnesPruned) {

@@ -199,6 +199,36 @@ TEST_F(NetnsKernel, EnsureCreatesWhatIproute2AndEthtoolSee) {
   EXPECT_TRUE(report.unchanged()) << report.summary(desired_);
 }
 
+TEST_F(NetnsKernel, IPv6OffInTheNamespaceKeepsIpv4AndSaysWhy) {
+  // What a kernel booted with ipv6.disable=1 does to the IPv6 address, reproduced without
+  // rebooting: the namespace exists first with IPv6 disabled for every interface it will get,
+  // so the real kernel refuses fe80::a9fe:a9fe (EACCES) on the inner veth.
+  ASSERT_EQ(sh("ip netns add " + desired_.name).status, 0);
+  ASSERT_EQ(
+      sh("ip netns exec " + desired_.name +
+         " sysctl -q -w net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1")
+          .status,
+      0);
+  EnsureReport report;
+  const auto st = applier_.ensure(desired_, &report);
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  EXPECT_NE(report.ipv6Unavailable.find("fe80::a9fe:a9fe/64"), std::string::npos)
+      << report.ipv6Unavailable;
+  const std::string inner = innerLink();
+  EXPECT_TRUE(contains(inner, "inet 10.0.0.2/24")) << inner;
+  EXPECT_TRUE(contains(inner, "inet 169.254.169.254/32")) << inner;
+  EXPECT_FALSE(contains(inner, "inet6")) << inner;
+  // IPv4 metadata is served there.
+  auto l = openListener(desired_.name, "169.254.169.254", 0, 16, false);
+  ASSERT_TRUE(l.ok()) << l.error().message;
+  keep(*l);
+  // Checked again later: the same outcome, nothing to change, no error.
+  EnsureReport again;
+  ASSERT_TRUE(applier_.ensure(desired_, &again).ok());
+  EXPECT_TRUE(again.applied.empty());
+  EXPECT_FALSE(again.ipv6Unavailable.empty());
+}
+
 TEST_F(NetnsKernel, RepairsDriftAndChangesLiveWithoutRecreating) {
   ASSERT_TRUE(applier_.ensure(desired_).ok());
   const std::string ns = desired_.name;

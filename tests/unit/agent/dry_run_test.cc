@@ -59,7 +59,7 @@ TEST(DryRunTest, HardenedNodeUnderDefaultProfileHasNoRoles) {
   EXPECT_EQ(nlohmann::json::parse(h.out)["roles"], nlohmann::json({"network"}));
 }
 
-TEST(DryRunTest, MetadataIsEnabledOnlyWithComputeOvsAndTheSwitch) {
+TEST(DryRunTest, MetadataIsEnabledWithComputeOrNetworkOvsAndTheSwitch) {
   AgentConfig withOvs;
   withOvs.ovs.enabled = true;
   auto r = run(withOvs, {kData + "/lab-1.node.yaml", "", "json"});
@@ -68,14 +68,26 @@ TEST(DryRunTest, MetadataIsEnabledOnlyWithComputeOvsAndTheSwitch) {
   EXPECT_EQ(md["enabled"], true);
   EXPECT_EQ(md["namespaces"], nlohmann::json::array()) << "namespaces need --ovsdb";
 
-  // Without the OVS layer there is no chassis to serve on; a node without compute serves none.
+  // Without the OVS layer there is no chassis to serve on.
   auto noOvs = nlohmann::json::parse(run({}, {kData + "/lab-1.node.yaml", "", "json"}).out);
   EXPECT_EQ(noOvs["metadata"]["enabled"], false);
   EXPECT_NE(noOvs["metadata"]["reason"].get<std::string>().find("OVS"), std::string::npos);
-  auto noCompute =
+  // A network-only node serves the external ports bound to it (issue 28), as Neutron's agent.
+  AgentConfig hardened = withOvs;
+  hardened.nodeRoles.profile = RoleProfile::Hardened;
+  auto network =
+      nlohmann::json::parse(run(hardened, {kData + "/ok-net-2.node.json", "", "json"}).out);
+  EXPECT_EQ(network["roles"], nlohmann::json({"network"}));
+  EXPECT_EQ(network["metadata"]["enabled"], true);
+  EXPECT_NE(network["metadata"]["reason"].get<std::string>().find("network role"),
+            std::string::npos);
+  // Neither role (its label is the hardened profile's, the default profile grants nothing).
+  auto neither =
       nlohmann::json::parse(run(withOvs, {kData + "/ok-net-2.node.json", "", "json"}).out);
-  EXPECT_EQ(noCompute["metadata"]["enabled"], false);
-  EXPECT_NE(noCompute["metadata"]["reason"].get<std::string>().find("compute"), std::string::npos);
+  EXPECT_EQ(neither["roles"], nlohmann::json::array());
+  EXPECT_EQ(neither["metadata"]["enabled"], false);
+  EXPECT_NE(neither["metadata"]["reason"].get<std::string>().find("neither compute nor network"),
+            std::string::npos);
   AgentConfig off = withOvs;
   off.metadata.enabled = false;
   auto disabled = nlohmann::json::parse(run(off, {kData + "/lab-1.node.yaml", "", "json"}).out);

@@ -145,6 +145,100 @@ TEST(MetadataPlanner, NoMetadataPortNoMacOrNoIpv4MeansNoNamespaceAndAWarning) {
   EXPECT_NE(plan.warnings.at(0).find("no IPv4"), std::string::npos);
 }
 
+TEST(MetadataPlanner, OnlyTheNetworkDistributedLocalportIsTheMetadataPort) {
+  // ovn-octavia's health-monitor port is a localport of the same datapath; with a smaller uuid
+  // it came first and the namespace took its MAC, address and iface-id (Neutron bug 2038091).
+  auto v = baseView();
+  SbPort octavia = localport(kDp, "fa:16:3e:00:0f:0f 10.0.0.250", "10.0.0.250/24");
+  octavia.uuid = "0-before-the-metadata-port";
+  octavia.logicalPort = "ovn-lb-hm-subnet";
+  octavia.deviceOwner = "network:f5";
+  auto& rows = v.rows.mutableCopy();
+  rows.ports.insert(rows.ports.begin(), octavia);
+  auto plan = planMetadata(v, false);
+  ASSERT_EQ(plan.networks.size(), 1U);
+  EXPECT_EQ(plan.networks.at(kNet)->metadataPort, std::string("md-") + kDp);
+  EXPECT_EQ(plan.networks.at(kNet)->mac, "fa:16:3e:00:00:01");
+  EXPECT_EQ(plan.networks.at(kNet)->addresses,
+            (std::vector<std::string>{"10.0.0.2/24", "169.254.169.254/32"}));
+
+  // Only the octavia port (or a localport without the key): no namespace, and why.
+  rows.ports.erase(rows.ports.begin() + 1);
+  plan = planMetadata(v, false);
+  EXPECT_TRUE(plan.networks.empty());
+  ASSERT_EQ(plan.warnings.size(), 1U);
+  EXPECT_NE(plan.warnings[0].find("no metadata port (localport with neutron:device_owner "
+                                  "network:distributed)"),
+            std::string::npos)
+      << plan.warnings[0];
+  rows.ports[0].deviceOwner = "";
+  EXPECT_TRUE(planMetadata(v, false).networks.empty());
+}
+
+TEST(MetadataPlanner, AnIpv6OnlyNetworkIsServedWhenAVmHereHasAnIpv6Address) {
+  auto v = baseView();
+  auto& rows = v.rows.mutableCopy();
+  rows.ports[0].mac0 = "fa:16:3e:00:00:01 fd00::2";
+  rows.ports[0].cidrs = "fd00::2/64";
+  rows.ports[1].mac0 = "fa:16:3e:00:00:10 fd00::10";
+  auto plan = planMetadata(v, true);
+  ASSERT_EQ(plan.networks.size(), 1U) << (plan.warnings.empty() ? "" : plan.warnings[0]);
+  EXPECT_EQ(plan.networks.at(kNet)->addresses,
+            (std::vector<std::string>{"169.254.169.254/32", "fe80::a9fe:a9fe/64"}));
+  // The VM is found by the MAC of its EUI-64 link-local address.
+  EXPECT_EQ(plan.index.at(kNet).at(macIndexKey("fa:16:3e:00:00:10")).size(), 1U);
+  EXPECT_TRUE(plan.warnings.empty());
+
+  // IPv6 metadata off: nothing could serve it.
+  plan = planMetadata(v, false);
+  EXPECT_TRUE(plan.networks.empty());
+  ASSERT_EQ(plan.warnings.size(), 1U);
+  EXPECT_NE(plan.warnings[0].find("metadata.ipv6 is off"), std::string::npos) << plan.warnings[0];
+
+  // No VM here with an IPv6 address (a VM bound elsewhere does not count).
+  rows.ports[1].mac0 = "fa:16:3e:00:00:10";
+  SbPort remote = vif("b", kDp, false, "fa:16:3e:00:00:11 fd00::11");
+  rows.ports.push_back(remote);
+  plan = planMetadata(v, true);
+  EXPECT_TRUE(plan.networks.empty());
+  ASSERT_EQ(plan.warnings.size(), 1U);
+  EXPECT_NE(plan.warnings[0].find("no VM port here has an IPv6 address"), std::string::npos)
+      << plan.warnings[0];
+
+  // A live-migration target counts.
+  rows.ports.back().onAdditional = true;
+  EXPECT_EQ(planMetadata(v, true).networks.size(), 1U);
+}
+
+TEST(MetadataPlanner, ADualStackNetworkKeepsItsIpv4CidrsAndGetsTheIpv6Address) {
+  auto v = baseView();
+  auto& rows = v.rows.mutableCopy();
+  rows.ports[0].cidrs = "10.0.0.2/24 fd00::2/64";
+  rows.ports[1].mac0 = "fa:16:3e:00:00:10 10.0.0.10 fd00::10";
+  const auto plan = planMetadata(v, true);
+  EXPECT_EQ(plan.networks.at(kNet)->addresses,
+            (std::vector<std::string>{"10.0.0.2/24", "169.254.169.254/32", "fe80::a9fe:a9fe/64"}));
+  EXPECT_EQ(plan.index.at(kNet).at("fd00::10").size(), 1U);
+  EXPECT_EQ(plan.index.at(kNet).at("10.0.0.10").size(), 1U);
+}
+
+TEST(MetadataPlanner, AnExternalPortBoundHereIsServedAlone) {
+  // An SR-IOV direct or baremetal port: type external, bound by ovn-controller to the chassis
+  // that hosts its HA chassis group (a network node), no other VM of the network here.
+  auto v = baseView();
+  auto& rows = v.rows.mutableCopy();
+  rows.ports[1].type = "external";
+  const auto plan = planMetadata(v, true);
+  ASSERT_EQ(plan.networks.size(), 1U);
+  const auto& found = plan.index.at(kNet).at("10.0.0.10");
+  ASSERT_EQ(found.size(), 1U);
+  EXPECT_EQ(found[0]->type, "external");
+  EXPECT_EQ(found[0]->deviceId, "vm-1");
+  // Hosted by another chassis's HA group: not here.
+  rows.ports[1].onChassis = false;
+  EXPECT_TRUE(planMetadata(v, true).networks.empty());
+}
+
 TEST(MetadataPlanner, MetadataPortChangesShowInThePlan) {
   auto v = baseView();
   const NetworkPlan before = *planMetadata(v, false).networks.at(kNet);

@@ -168,18 +168,53 @@ INSTANTIATE_TEST_SUITE_P(
         StatusCase{201, 500, NovaFailure::Status, "Unexpected response code: 201", "500"},
         StatusCase{302, 500, NovaFailure::Status, "Unexpected response code: 302", "500"},
         StatusCase{401, 500, NovaFailure::Status, "Unexpected response code: 401", "500"},
-        StatusCase{502, 500, NovaFailure::Status, "Unexpected response code: 502", "500"},
-        StatusCase{503, 500, NovaFailure::Status, "Unexpected response code: 503", "500"}));
+        StatusCase{501, 500, NovaFailure::Status, "Unexpected response code: 501", "500"}));
+
+TEST(MapNovaResponseTest, Ok200KeepsNovasContentTypeExactly) {
+  // webob adds "; charset=UTF-8" to a text/* type Neutron sets; we pass on what Nova sent.
+  for (const std::string type : {"text/plain", "text/html; charset=ISO-8859-1", "application/json",
+                                 "application/octet-stream"}) {
+    auto r = mapNovaResponse(nova(200, "body", type));
+    EXPECT_EQ(r.contentType, type);
+  }
+}
+
+TEST(MapNovaResponseTest, Nova502503504PassThroughWithNovasBodyAndType) {
+  // Neutron master passes these statuses on (Zed answered 500); the body and Content-Type are
+  // Nova's, exactly.
+  for (const long status : {502L, 503L, 504L}) {
+    auto r = mapNovaResponse(nova(status, "<html>nova says wait</html>", "text/html"));
+    EXPECT_EQ(r.status, static_cast<unsigned>(status));
+    EXPECT_EQ(r.contentType, "text/html");
+    EXPECT_EQ(r.body, "<html>nova says wait</html>");
+    EXPECT_EQ(r.failure, NovaFailure::Status);
+    EXPECT_NE(r.warning.find("answered " + std::to_string(status)), std::string::npos);
+    // No Content-Type from Nova: Neutron's own page for the status.
+    auto bare = mapNovaResponse(nova(status, "x"));
+    EXPECT_EQ(bare.status, static_cast<unsigned>(status));
+    EXPECT_EQ(bare.contentType, "text/plain; charset=UTF-8");
+    EXPECT_EQ(bare.body.rfind(std::to_string(status) + " ", 0), 0U) << bare.body;
+  }
+}
 
 TEST(MapNovaResponseTest, TransportFailures) {
+  // Nova unreachable: 503 with Neutron master's text (Zed: 500).
   auto refused = mapNovaResponse(core::makeError("Failed to connect", CURLE_COULDNT_CONNECT));
-  EXPECT_EQ(refused.status, 500u);
+  EXPECT_EQ(refused.status, 503u);
   EXPECT_EQ(refused.failure, NovaFailure::Connect);
   EXPECT_NE(refused.warning.find("Failed to connect"), std::string::npos);
+  EXPECT_NE(refused.body.find("503 Service Unavailable\n\nThe remote metadata server is "
+                              "temporarily unavailable. Please try again later."),
+            std::string::npos)
+      << refused.body;
 
   auto resolve = mapNovaResponse(core::makeError("no such host", CURLE_COULDNT_RESOLVE_HOST));
-  EXPECT_EQ(resolve.status, 500u);
+  EXPECT_EQ(resolve.status, 503u);
   EXPECT_EQ(resolve.failure, NovaFailure::Connect);
+
+  auto tls = mapNovaResponse(core::makeError("SSL connect error", CURLE_SSL_CONNECT_ERROR));
+  EXPECT_EQ(tls.status, 503u);
+  EXPECT_EQ(tls.failure, NovaFailure::Connect);
 
   auto slow = mapNovaResponse(core::makeError(
       "GET http://x: Operation timed out after 8001 milliseconds with 0 bytes received",
@@ -189,11 +224,11 @@ TEST(MapNovaResponseTest, TransportFailures) {
 
   auto connectSlow = mapNovaResponse(core::makeError(
       "GET http://x: Connection timed out after 2001 milliseconds", CURLE_OPERATION_TIMEDOUT));
-  EXPECT_EQ(connectSlow.status, 504u);
+  EXPECT_EQ(connectSlow.status, 503u) << "no connection: unreachable, as requests' ConnectTimeout";
   EXPECT_EQ(connectSlow.failure, NovaFailure::Connect);
 
   auto reset = mapNovaResponse(core::makeError("Recv failure", CURLE_RECV_ERROR));
-  EXPECT_EQ(reset.status, 500u);
+  EXPECT_EQ(reset.status, 503u);
   EXPECT_EQ(reset.failure, NovaFailure::Transport);
 }
 

@@ -1,5 +1,9 @@
 #include "metadata/reconciler.h"
 
+#include <spdlog/sinks/ostream_sink.h>
+
+#include <sstream>
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,6 +13,7 @@
 #include <optional>
 
 #include "core/health.h"
+#include "core/logging.h"
 #include "core/metrics.h"
 #include "tests/fakes/manual_clock.h"
 
@@ -27,6 +32,7 @@ class FakePlumbing : public Plumbing {
     Ensured e;
     e.namespaceCreated = !existing.count(n.namespaceName);
     e.changes = e.namespaceCreated ? "created namespace" : "";
+    e.ipv6Unavailable = ipv6Unavailable;
     existing.insert(n.namespaceName);
     return e;
   }
@@ -56,6 +62,8 @@ class FakePlumbing : public Plumbing {
   std::set<std::string> existing;
   int lists = 0;
   bool failEnsure = false;
+  // What ensure() reports about IPv6 (a kernel with ipv6.disable=1).
+  std::string ipv6Unavailable;
 };
 
 class FakeListeners : public Listeners {
@@ -134,6 +142,7 @@ class ReconcilerTest : public ::testing::Test {
     p.mac0 = mac0;
     p.cidrs = cidrs;
     p.deviceId = "dev-" + lport;
+    if (type == "localport") p.deviceOwner = "network:distributed";
     return p;
   }
 
@@ -237,6 +246,37 @@ TEST_F(ReconcilerTest, SetsUpServesAndPlugsANetwork) {
   r_->update(lastView_, "br-int", ports({}));
   settle();
   EXPECT_FALSE(ready());
+}
+
+TEST_F(ReconcilerTest, WithIpv6OffEveryNetworkServesIpv4AndItIsSaidOnce) {
+  plumbing_.ipv6Unavailable =
+      "namespace ovnmeta-x: AddAddress fe80::a9fe:a9fe/64: Operation not "
+      "supported";
+  std::ostringstream log;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
+  sink->set_pattern("%v");
+  core::logger("metadata")->sinks().push_back(sink);
+  r_->setActive(true);
+  r_->update(view({"net-a", "net-b"}), "br-int", ports({}));
+  settle();
+  plug();
+  auto& sinks = core::logger("metadata")->sinks();
+  sinks.erase(std::remove(sinks.begin(), sinks.end(), sink), sinks.end());
+  const std::string text = log.str();
+  const auto first = text.find("IPv6 is off");
+  ASSERT_NE(first, std::string::npos) << text;
+  EXPECT_EQ(text.find("IPv6 is off", first + 1), std::string::npos) << "said once: " << text;
+  // No IPv6 listener is even tried; both networks serve.
+  EXPECT_EQ(plumbing_.listens, (std::vector<std::string>{"169.254.169.254", "169.254.169.254"}));
+  EXPECT_EQ(listeners_.fds["net-a"].size(), 1U);
+  EXPECT_EQ(listeners_.fds["net-b"].size(), 1U);
+  EXPECT_TRUE(ready()) << readinessDetail();
+  EXPECT_EQ(r_->ipv6Unavailable(), plumbing_.ipv6Unavailable);
+  EXPECT_EQ(r_->debugJson()["ipv6Unavailable"], plumbing_.ipv6Unavailable);
+  EXPECT_NE(metrics_.render().find("okna_metadata_plumbing_total{op=\"ensure\",result=\"ok\"} 2"),
+            std::string::npos)
+      << metrics_.render();
+  EXPECT_EQ(metrics_.render().find("result=\"error\"} 1"), std::string::npos);
 }
 
 TEST_F(ReconcilerTest, ServesOnlyOnceOvsVswitchdHasCreatedThePort) {

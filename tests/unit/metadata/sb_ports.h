@@ -15,6 +15,7 @@ inline ovsdb::SbPort localport(const std::string& dp, const std::string& mac0,
   p.datapath = dp;
   p.mac0 = mac0;
   p.cidrs = cidrs;
+  p.deviceOwner = "network:distributed";
   return p;
 }
 

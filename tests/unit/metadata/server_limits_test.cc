@@ -720,7 +720,7 @@ TEST_F(ServerTest, NovaFailureMapped) {
   loop_.run([&] { p->fail("Failed to connect to 10.9.9.9 port 8775"); });
   auto r = c.read();
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 500);
+  EXPECT_EQ(r->status, 503);  // Neutron master's answer when Nova cannot be reached
   EXPECT_EQ(metric("okna_metadata_nova_errors_total{reason=\"connect\"}"), 1);
 }
 

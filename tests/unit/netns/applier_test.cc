@@ -161,6 +161,54 @@ TEST(NamespaceApplier, PartialFailureReportsTheOpAndKeepsWhatSucceeded) {
   EXPECT_FALSE(report.created());
 }
 
+TEST(NamespaceApplier, AKernelWithIpv6OffKeepsTheIpv4PartAndSaysWhy) {
+  // ipv6.disable=1: rtnetlink has no AF_INET6 address handler (EOPNOTSUPP); disable_ipv6 on
+  // the link: EACCES. Before, the whole namespace failed and IPv4 metadata with it.
+  for (const int code : {EOPNOTSUPP, EAFNOSUPPORT, EACCES}) {
+    FakeNetlink fake;
+    fake.ipv6AddressFailure = code;
+    NamespaceApplier applier(fake);
+    const auto d = desired();
+    EnsureReport report;
+    const auto st = applier.ensure(d, &report);
+    ASSERT_TRUE(st.ok()) << code << ": " << st.error().message;
+    EXPECT_NE(report.ipv6Unavailable.find("AddAddress fe80::a9fe:a9fe/64"), std::string::npos)
+        << report.ipv6Unavailable;
+    EXPECT_TRUE(report.failed.empty());
+    EXPECT_TRUE(report.created());
+    const auto* in = fake.link(d.name, d.innerIface);
+    ASSERT_NE(in, nullptr);
+    for (const std::string a : {"10.0.0.2/24", "169.254.169.254/32"})
+      EXPECT_NE(std::find(in->addresses.begin(), in->addresses.end(), a), in->addresses.end()) << a;
+    EXPECT_EQ(std::find(in->addresses.begin(), in->addresses.end(), "fe80::a9fe:a9fe/64"),
+              in->addresses.end());
+    EXPECT_TRUE(in->offloadsOff) << "the ops after the refused one are applied";
+
+    // Every later check: the same answer, nothing changed, no error.
+    EnsureReport again;
+    ASSERT_TRUE(applier.ensure(d, &again).ok());
+    EXPECT_FALSE(again.ipv6Unavailable.empty());
+    EXPECT_TRUE(again.applied.empty());
+  }
+}
+
+TEST(NamespaceApplier, OtherAddressFailuresStayErrors) {
+  FakeNetlink fake;
+  fake.ipv6AddressFailure = EPERM;  // not "IPv6 is off": a real failure
+  NamespaceApplier applier(fake);
+  EnsureReport report;
+  const auto st = applier.ensure(desired(), &report);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, EPERM);
+  EXPECT_TRUE(report.ipv6Unavailable.empty());
+
+  FakeNetlink v4;
+  v4.failures[K::AddAddress] = EACCES;  // an IPv4 address refused: never taken for IPv6 off
+  NamespaceApplier applier4(v4);
+  EXPECT_FALSE(applier4.ensure(desired(), &report).ok());
+  EXPECT_TRUE(report.ipv6Unavailable.empty());
+}
+
 TEST(NamespaceApplier, ObserveFailureIsReported) {
   struct Broken : FakeNetlink {
     core::Result<ObservedNamespace> observe(const DesiredNamespace&) override {

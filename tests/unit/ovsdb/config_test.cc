@@ -20,6 +20,8 @@ TEST(OvsConfig, DefaultsAreOffAndPresenceEnables) {
   EXPECT_FALSE(defaults.enabled);
   EXPECT_EQ(defaults.remote, "unix:/var/run/openvswitch/db.sock");
   EXPECT_EQ(defaults.drainTimeout, std::chrono::seconds(120));
+  // Neutron's agent: max(min(agent_down_time // 3, 10), 3) with agent_down_time 75.
+  EXPECT_EQ(defaults.livenessDelayMax, std::chrono::seconds(10));
   EXPECT_EQ(defaults.defaultExternalBridge, "br-ex");
   // Next to Placement's owned-traits file (placement.stateFile), on the same hostPath.
   EXPECT_EQ(defaults.stateFile, "/var/lib/openkeel-node-agent/ovs-ownership.json");
@@ -37,6 +39,7 @@ ovs:
   drainTimeoutSeconds: 0
   defaultExternalBridge: br-provider
   stateFile: /state/ovs.json
+  livenessDelayMaxSeconds: 0
 )");
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->remote, "unix:/run/ovs/db.sock");
@@ -44,6 +47,7 @@ ovs:
   EXPECT_EQ(c->drainTimeout, std::chrono::seconds(0));
   EXPECT_EQ(c->defaultExternalBridge, "br-provider");
   EXPECT_EQ(c->stateFile, "/state/ovs.json");
+  EXPECT_EQ(c->livenessDelayMax, std::chrono::milliseconds(0));
 }
 
 TEST(OvsConfig, OvsVswitchdIsLookedForNextToAUnixRemoteUnlessTold) {
@@ -71,6 +75,8 @@ TEST(OvsConfig, ErrorsNameTheField) {
       << error("ovs: {remot: x}");
   EXPECT_NE(error("ovs: {remote: /run/db.sock}").find("ovs.remote"), std::string::npos);
   EXPECT_NE(error("ovs: {sbRemote: 'tcp:1.2.3.4:6642,'}").find("ovs.sbRemote"), std::string::npos);
+  EXPECT_NE(error("ovs: {livenessDelayMaxSeconds: 31}").find("ovs.livenessDelayMaxSeconds"),
+            std::string::npos);
   EXPECT_NE(error("ovs: {drainTimeoutSeconds: -1}").find("ovs.drainTimeoutSeconds"),
             std::string::npos);
   EXPECT_NE(

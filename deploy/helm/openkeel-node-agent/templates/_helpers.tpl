@@ -211,10 +211,18 @@ priorityClassName: {{ . }}
 {{- toYaml $out -}}
 {{- end -}}
 
-{{/* Call: include "okna.privileged" (dict "root" $ "variant" v); the network-only agents have no metadata. */}}
+{{/* Whether a variant runs the metadata service: the network-only agents only with metadata.onNetworkNodes (external ports). Call: include "okna.metadataOn" (dict "root" $ "variant" v) */}}
+{{- define "okna.metadataOn" -}}
+{{- $v := .root.Values -}}
+{{- if and $v.metadata.enabled (or (ne .variant "nocompute") $v.metadata.onNetworkNodes) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* Call: include "okna.privileged" (dict "root" $ "variant" v). */}}
 {{- define "okna.privileged" -}}
 {{- $v := .root.Values -}}
-{{- if or $v.securityContext.privileged (and $v.metadata.enabled (ne .variant "nocompute") (eq $v.metadata.netnsMountPropagation "Bidirectional")) -}}
+{{- if or $v.securityContext.privileged (and (include "okna.metadataOn" .) (eq $v.metadata.netnsMountPropagation "Bidirectional")) -}}
 true
 {{- end -}}
 {{- end -}}
