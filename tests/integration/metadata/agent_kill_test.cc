@@ -71,7 +71,7 @@ class AgentKillTest : public AgentMetadataTest {
     std::string s;
     std::vector<std::string> namespaces;
     for (const auto& l : lines(run({"ip", "netns", "list"})))
-      if (l.rfind("ovnmeta-", 0) == 0) namespaces.push_back(l.substr(0, l.find(' ')));
+      if (ours(l)) namespaces.push_back(l.substr(0, l.find(' ')));
     s += "== namespaces\n" + join(namespaces);
     for (const auto& ns : namespaces) {
       s += "== in " + ns + "\n" + join(lines(run({"ip", "-n", ns, "-br", "link"})));
@@ -79,7 +79,7 @@ class AgentKillTest : public AgentMetadataTest {
     }
     std::vector<std::string> taps;
     for (const auto& l : lines(run({"ip", "-br", "link"})))
-      if (l.rfind("tap", 0) == 0) taps.push_back(l.substr(0, l.find(' ')));
+      if (ours(l)) taps.push_back(l.substr(0, l.find(' ')));
     s += "== host taps\n" + join(taps);
     s += "== br-int ports\n" + join(lines(chassis_->vsctl({"list-ports", chassis_->bridge()}).out));
     s += "== interfaces\n" +
@@ -104,7 +104,7 @@ class AgentKillTest : public AgentMetadataTest {
     const auto have = [&] {
       std::set<std::string> got;
       for (const auto& l : lines(run({"ip", "netns", "list"})))
-        if (l.rfind("ovnmeta-", 0) == 0) got.insert(l.substr(0, l.find(' ')));
+        if (ours(l)) got.insert(l.substr(0, l.find(' ')));
       return got;
     };
     EXPECT_TRUE(waitFor([&] { return have() == want; }, 60s))
@@ -126,6 +126,18 @@ class AgentKillTest : public AgentMetadataTest {
     EXPECT_TRUE(waitFor([&] { return agent_->get("/readyz").status == 200; }, 30s))
         << agent_->get("/readyz?verbose").body;
   }
+
+  // Whether a namespace or host link (a line of `ip netns list` / `ip -br link`) is this test's:
+  // its networks' ovnmeta-<id> and tap<id[:10]>0, its VMs' taps. The host namespace may hold
+  // other chassis' (another test or a bench on the same machine).
+  bool ours(const std::string& line) const {
+    const std::string name = line.substr(0, line.find_first_of(" @"));
+    if (ourTaps_.count(name)) return true;
+    for (const auto& id : ourNets_)
+      if (name == "ovnmeta-" + id || name == "tap" + id.substr(0, 10) + "0") return true;
+    return false;
+  }
+  std::set<std::string> ourNets_, ourTaps_;
 
   size_t logLines() {
     const std::string log = agent_->log();
@@ -153,7 +165,9 @@ TEST_F(AgentKillTest, SigkilledAtRandomPointsWhileNetworksBindAndLabelsFlipLeave
     char mac[32];
     std::snprintf(mac, sizeof mac, "fa:16:3e:00:c0:%02x", n);
     vmNames.push_back("vm" + std::to_string(n));
+    ourNets_.insert(id);
     vms.push_back(chassis_->add_vm(id, vmNames.back(), "10.0." + std::to_string(n) + ".11", mac));
+    ourTaps_.insert(vms.back().tap);
     netsWithVms.insert(id);
   };
   addNetworkWithVm();
