@@ -3,7 +3,8 @@
 # fake kube-apiserver with a compute Node next to the agent (same network namespace), writes the
 # agent's config from run.sh's OKOF_* variables, and execs the agent in the foreground.
 #   sudo AGENT_CMD="bash bench/metadata/agent_slot.sh" bench/metadata/run.sh
-# OKNA_AGENT_BIN: the binary (default build/agent/openkeel-node-agent). Placement is off: this
+# OKNA_AGENT_BIN: the binary (default build/agent/openkeel-node-agent). OKNA_METADATA_LIMITS: a
+# metadata.limits flow mapping (e.g. "{maxConnectionsPerClient: 16}"; default: the agent's). Placement is off: this
 # measures the metadata path only.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -40,6 +41,7 @@ ovs: {remote: "$OKOF_OVS_REMOTE", sbRemote: "$OKOF_SB_REMOTE", stateFile: ""}
 metadata:
   sharedSecretFile: $OKOF_SHARED_SECRET_FILE
   nova: {host: ${OKOF_NOVA_HOST:-127.0.0.1}, port: $OKOF_NOVA_PORT}
+${OKNA_METADATA_LIMITS:+  limits: $OKNA_METADATA_LIMITS}
 YAML
 exec "$agent" --config "$d/agent.yaml" --node-name bench-hv --kubeconfig "$d/tls/kubeconfig" \
   --context node-agent --health-listen "${OKNA_HEALTH_LISTEN:-127.0.0.1:0}" \

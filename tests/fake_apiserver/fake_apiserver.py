@@ -120,10 +120,22 @@ class Faults:
         self.lock = threading.Lock()
         self.fail_rules = []      # [{"count", "status", "path", "method", "retryAfter"}]
         self.refuse_until = 0.0
+        self.refuse_user = None   # refusing one user's requests only (a partition), else everyone
+        self.refused = 0          # connections and requests refused so far (the retry count)
         self.requests = []
 
     def refusing(self):
         return time.monotonic() < self.refuse_until
+
+    def refusing_everyone(self):
+        return self.refusing() and self.refuse_user is None
+
+    def refusing_user(self, user):
+        return self.refusing() and self.refuse_user is not None and user == self.refuse_user
+
+    def count_refused(self):
+        with self.lock:
+            self.refused += 1
 
     def take_failure(self, path, method):
         with self.lock:
@@ -304,7 +316,8 @@ class Handler(BaseHTTPRequestHandler):
         self.pf, self.is_health, self.log_entry, self.user = None, False, None, None
         if self.url_path.startswith("/_fake/"):
             return self.control()
-        if app.faults.refusing():   # "apiserver down": drop requests on kept-alive connections too
+        if app.faults.refusing_everyone():   # "apiserver down": drop requests on kept-alive connections too
+            app.faults.count_refused()
             self.close_connection = True
             return
         body = self.read_body() if self.command in ("POST", "PUT", "PATCH", "DELETE") else b""
@@ -322,6 +335,10 @@ class Handler(BaseHTTPRequestHandler):
                 groups = (self.headers.get_all("Impersonate-Group") or rbac.identity_groups(imp)) + \
                     ["system:authenticated"]
             self.log_entry["user"] = self.user
+        if app.faults.refusing_user(self.user):   # partitioned from this user: closed, no answer
+            app.faults.count_refused()
+            self.close_connection = True
+            return
         injected = app.faults.take_failure(self.url_path, self.command)
         try:
             if injected:
@@ -741,6 +758,7 @@ class Handler(BaseHTTPRequestHandler):
             # Refuse first, so that no client gets back in between the end of its watch and the
             # outage.
             seconds = float(q.get("seconds", 2))
+            faults.refuse_user = None
             faults.refuse_until = time.monotonic() + seconds
             ended = store.restart(int(q.get("writes", 2)))
             result = {"ended": ended, "windowStart": store.window_start, "refusingFor": seconds}
@@ -780,11 +798,13 @@ class Handler(BaseHTTPRequestHandler):
                 faults.fail_rules.clear()
             result = {}
         elif op == "refuse" and m == "POST":
+            faults.refuse_user = q.get("user") or None
             faults.refuse_until = time.monotonic() + float(q.get("seconds", 5))
             result = {"refusingFor": float(q.get("seconds", 5))}
             if q.get("drop") in ("1", "true"):
                 # A full outage in one step: no client can reconnect between the two.
-                ws = store.all_watchers()
+                ws = [w for w in store.all_watchers()
+                      if faults.refuse_user is None or w.info.get("user") == faults.refuse_user]
                 for w in ws:
                     w.finish(("drop", False))
                 result["dropped"] = len(ws)
@@ -811,7 +831,8 @@ class Handler(BaseHTTPRequestHandler):
             with store.cond:
                 result = {"resourceVersion": str(store.rv), "windowStart": store.window_start,
                           "compacted": store.compacted, "watches": len(store.watchers),
-                          "objects": len(store.objects), "now": time.monotonic()}
+                          "objects": len(store.objects), "now": time.monotonic(),
+                          "refused": faults.refused}
         if result is None:
             return self.send_json(404, km.status_body(404, "unknown control endpoint %s %s" % (m, op), "NotFound"))
         self.send_json(200, result, pretty=False)
@@ -838,7 +859,10 @@ class FakeServer(ThreadingHTTPServer):
         super().__init__(address, Handler)
 
     def verify_request(self, request, client_address):
-        return not self.app.faults.refusing()   # refused: accepted, then closed at once
+        if self.app.faults.refusing_everyone():   # refused: accepted, then closed at once
+            self.app.faults.count_refused()
+            return False
+        return True
 
     def finish_request(self, request, client_address):
         # TLS handshake in the connection's own thread so a slow client cannot stall accept().

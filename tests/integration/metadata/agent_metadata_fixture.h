@@ -135,7 +135,8 @@ class AgentMetadataTest : public ::testing::Test {
         dir_ +
         "/agent-secret\n"
         "  nova: {host: 127.0.0.1, port: " +
-        std::to_string(novaPort_) + "}\n" + (limits.empty() ? "" : "  limits: " + limits + "\n");
+        std::to_string(novaPort_) + "}\n" + (limits.empty() ? "" : "  limits: " + limits + "\n") +
+        extraConfig_;
     agent_ = std::make_unique<AgentProcess>(
         server_->dir(), config,
         std::vector<std::string>{"--node-name", "hv-e2e", "--kubeconfig", server_->kubeconfig(),
@@ -205,6 +206,8 @@ class AgentMetadataTest : public ::testing::Test {
   int novaPort_ = 0;
   std::unique_ptr<FakeApiServer> server_;
   std::unique_ptr<AgentProcess> agent_;
+  // Appended to the agent's configuration (top-level keys other than those startAgent writes).
+  std::string extraConfig_;
 };
 
 }  // namespace okna::metadata_e2e

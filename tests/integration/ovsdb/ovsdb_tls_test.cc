@@ -52,6 +52,10 @@ class TestPki {
     makeCa("other-ca");
     sign("server", "ca");
     sign("client", "ca");
+    // The rotation's next generation: a new CA, and a server and a client certificate it signs.
+    makeCa("ca-2");
+    sign("server-2", "ca-2");
+    sign("client-2", "ca-2");
   }
   std::string key(const std::string& name) const { return (dir_ / (name + ".key")).string(); }
   std::string cert(const std::string& name) const { return (dir_ / (name + ".crt")).string(); }
@@ -89,23 +93,26 @@ class OvsdbTlsTest : public ::testing::Test {
   }
 
   // An ovsdb-server that also listens on pssl:<port>:127.0.0.1 with the server certificate.
-  std::unique_ptr<OvsdbServer> tlsServer(OvsdbServer::Kind kind, int port) {
+  std::unique_ptr<OvsdbServer> tlsServer(OvsdbServer::Kind kind, int port,
+                                         const std::string& server = "server",
+                                         const std::string& ca = "ca") {
     return std::make_unique<OvsdbServer>(
         kind, std::chrono::seconds(15),
-        std::vector<std::string>{"--private-key=" + pki_->key("server"),
-                                 "--certificate=" + pki_->cert("server"),
-                                 "--ca-cert=" + pki_->cert("ca"),
-                                 "--remote=pssl:" + std::to_string(port) + ":127.0.0.1"});
+        std::vector<std::string>{
+            "--private-key=" + pki_->key(server), "--certificate=" + pki_->cert(server),
+            "--ca-cert=" + pki_->cert(ca), "--remote=pssl:" + std::to_string(port) + ":127.0.0.1"});
   }
 
-  void start(const std::string& remote, const std::string& sbRemote, const std::string& ca) {
+  void start(const std::string& remote, const std::string& sbRemote, const std::string& ca,
+             const std::string& key = "", const std::string& cert = "") {
     OvsConfig c;
     c.enabled = true;
     c.remote = remote;
     c.sbRemote = sbRemote;
     c.stateFile = "";
     c.drainTimeout = std::chrono::seconds(0);
-    c.ssl = {pki_->key("client"), pki_->cert("client"), ca};
+    c.ssl = {key.empty() ? pki_->key("client") : key, cert.empty() ? pki_->cert("client") : cert,
+             ca};
     r_ = std::make_unique<ChassisReconciler>(io_, c, metrics_, health_, nullptr);
     k8s::NodeInfo n;
     n.name = "net-1";
@@ -146,6 +153,50 @@ TEST_F(OvsdbTlsTest, OpenVSwitchAndSouthboundOverTls) {
     const auto& s = r_->snapshot();
     return s && s->sb.remote == sbRemote && s->sb.connected && s->sb.synced;
   }));
+}
+
+// An ssl: Southbound whose certificates rotate (issue 27's fault matrix): the server comes back
+// with a certificate from a new CA, and the agent's three files (mounted from a Secret, replaced
+// in place) now hold the new CA and a client certificate it signed. The agent's next handshakes
+// use the files as they are now: it reconnects and syncs, with no restart.
+TEST_F(OvsdbTlsTest, ASouthboundWhoseCertificatesRotateIsFollowedWithoutARestart) {
+  const int ovsPort = freePort();
+  auto ovs = tlsServer(OvsdbServer::Kind::OpenVSwitch, ovsPort);
+  ovs->vsctl({"set", "Open_vSwitch", ".", "external_ids:system-id=chassis-1"});
+  const int sbPort = freePort();
+  auto sb = tlsServer(OvsdbServer::Kind::OvnSouthbound, sbPort);
+  const std::string sbRemote = "ssl:127.0.0.1:" + std::to_string(sbPort);
+  const auto mounted = [&](const std::string& name) {
+    return (dir_ / ("mounted-" + name)).string();
+  };
+  const auto mount = [&](const std::string& key, const std::string& cert, const std::string& ca) {
+    for (const auto& [from, to] : {std::pair{pki_->key(key), mounted("tls.key")},
+                                   std::pair{pki_->cert(cert), mounted("tls.crt")},
+                                   std::pair{pki_->cert(ca), mounted("ca.crt")}}) {
+      // Atomically, as the kubelet swaps a Secret volume's files.
+      std::filesystem::copy_file(from, to + ".new",
+                                 std::filesystem::copy_options::overwrite_existing);
+      std::filesystem::rename(to + ".new", to);
+    }
+  };
+  mount("client", "client", "ca");
+  start("ssl:127.0.0.1:" + std::to_string(ovsPort), sbRemote, mounted("ca.crt"), mounted("tls.key"),
+        mounted("tls.crt"));
+  const auto synced = [&] {
+    const auto& s = r_->snapshot();
+    return s && s->sb.connected && s->sb.synced;
+  };
+  ASSERT_TRUE(loop_.runUntil(synced)) << detail();
+
+  // The rotation: the Southbound restarts with the new CA's certificate (and trusts only the new
+  // CA), the agent's files are replaced.
+  sb.reset();
+  ASSERT_TRUE(loop_.runUntil([&] { return !r_->snapshot()->sb.connected; }));
+  mount("client-2", "client-2", "ca-2");
+  sb = tlsServer(OvsdbServer::Kind::OvnSouthbound, sbPort, "server-2", "ca-2");
+  EXPECT_TRUE(loop_.runUntil(synced, std::chrono::seconds(30)))
+      << "not reconnected with the rotated certificates: " << detail();
+  EXPECT_TRUE(ready()) << detail();
 }
 
 TEST_F(OvsdbTlsTest, AWrongCaFailsWithAClearErrorAndNotReady) {
