@@ -21,6 +21,7 @@
 #include "ovsdb/ovs_log.h"
 #include "ovsdb/ovs_metadata_glue.h"
 #include "ovsdb/sb_values.h"
+#include "ovsdb/string_map.h"
 
 namespace okna::ovsdb {
 
@@ -147,11 +148,6 @@ std::vector<std::string> hostedDatapaths(const std::vector<SbPort>& ports) {
   return {dps.begin(), dps.end()};
 }
 
-std::string valueOr(const std::map<std::string, std::string>& m, const std::string& key) {
-  const auto it = m.find(key);
-  return it == m.end() ? "" : it->second;
-}
-
 }  // namespace
 
 // Everything that lives on the IDL thread.
@@ -259,7 +255,7 @@ class IdlThread::Loop {
       // Compared with what was read before, so that unchanged data stays shared with the
       // published snapshots (most changes touch one of the two).
       snap_.ovs.set(readObserved(ovs_));
-      snap_.systemId = valueOr(snap_.ovs->externalIds, "system-id");
+      snap_.systemId = valueIn(snap_.ovs->externalIds, "system-id");
       if (const auto it = snap_.ovs->externalIds.find(kOwnershipKey);
           it != snap_.ovs->externalIds.end())
         if (auto record = parseOwnership(it->second)) known_ = std::move(*record);
@@ -371,7 +367,7 @@ class IdlThread::Loop {
   // The SB IDL follows the SB remote and the chassis name: reopened when either changes.
   void manageSb() {
     std::string remote = owner_.config_.sbRemote;
-    if (remote.empty()) remote = valueOr(snap_.ovs->externalIds, "ovn-remote");
+    if (remote.empty()) remote = valueIn(snap_.ovs->externalIds, "ovn-remote");
     const std::string chassis = snap_.systemId;
     if (remote != sbRemote_ || chassis != sbChassis_) {
       okna_sb_idl_close(sb_);
@@ -489,7 +485,7 @@ class IdlThread::Loop {
     in.ids = view.chassisPrivateIds;
     in.nbCfg = view.nbCfg;
     in.chassisName = sbChassis_;
-    in.bridge = valueOr(snap_.ovs->externalIds, "ovn-bridge");
+    in.bridge = valueIn(snap_.ovs->externalIds, "ovn-bridge");
     in.now = Clock::now();
     in.randomDelay = randomDelay();
     const NeutronLivenessPlan plan = planNeutronLiveness(in, liveness_);

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "ovsdb/string_map.h"
+
 namespace okna::ovsdb {
 
 namespace {
@@ -16,22 +18,17 @@ std::string markedIds(const std::string& ifaceId) {
   return "iface-id=" + ifaceId + "," + kMetadataPortMarkKey + "=" + kMetadataPortMarkValue;
 }
 
-std::string valueOf(const std::map<std::string, std::string>& m, const std::string& key) {
-  const auto it = m.find(key);
-  return it == m.end() ? "" : it->second;
-}
-
 }  // namespace
 
 bool marksTheAgentsPort(const std::map<std::string, std::string>& ids) {
-  return valueOf(ids, kMetadataPortMarkKey) == kMetadataPortMarkValue;
+  return valueIn(ids, kMetadataPortMarkKey) == kMetadataPortMarkValue;
 }
 
 std::set<std::string> vmIfaceIdsOf(const ObservedBridgeIfaceIds& ids) {
   std::set<std::string> out;
   for (const auto& [port, kv] : ids) {
-    const std::string ifaceId = valueOf(kv, "iface-id");
-    if (!ifaceId.empty() && !valueOf(kv, "attached-mac").empty() && !marksTheAgentsPort(kv))
+    const std::string ifaceId = valueIn(kv, "iface-id");
+    if (!ifaceId.empty() && !valueIn(kv, "attached-mac").empty() && !marksTheAgentsPort(kv))
       out.insert(ifaceId);
   }
   return out;
@@ -55,8 +52,8 @@ std::vector<OvsOp> diffMetadataPorts(const DesiredMetadataOvs& desired, const Ob
     }
     const auto it = ifaceIds.find(port);
     const auto& ids = it == ifaceIds.end() ? kNone : it->second;
-    if (valueOf(ids, "iface-id") != ifaceId ||
-        valueOf(ids, kMetadataPortMarkKey) != kMetadataPortMarkValue)
+    if (valueIn(ids, "iface-id") != ifaceId ||
+        valueIn(ids, kMetadataPortMarkKey) != kMetadataPortMarkValue)
       ops.push_back({OvsOp::Kind::SetIfaceExternalIds, desired.bridge, port, markedIds(ifaceId)});
   }
   if (desired.prune) {

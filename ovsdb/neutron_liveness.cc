@@ -1,17 +1,9 @@
 #include "ovsdb/neutron_liveness.h"
 
 #include "ovsdb/metadata_ports.h"
+#include "ovsdb/string_map.h"
 
 namespace okna::ovsdb {
-
-namespace {
-
-std::string valueOf(const std::map<std::string, std::string>& m, const std::string& key) {
-  const auto it = m.find(key);
-  return it == m.end() ? "" : it->second;
-}
-
-}  // namespace
 
 NeutronLivenessPlan planNeutronLiveness(const NeutronLivenessInputs& in,
                                         const NeutronLivenessState& state) {
@@ -20,7 +12,7 @@ NeutronLivenessPlan planNeutronLiveness(const NeutronLivenessInputs& in,
   if (!in.ids.count(kNeutronMetadataIdKey))
     plan.set.emplace_back(kNeutronMetadataIdKey, neutronMetadataAgentId(in.chassisName));
   const std::string bridge = in.bridge.empty() ? "br-int" : in.bridge;
-  if (valueOf(in.ids, kNeutronOvnBridgeKey) != bridge)
+  if (valueIn(in.ids, kNeutronOvnBridgeKey) != bridge)
     plan.set.emplace_back(kNeutronOvnBridgeKey, bridge);
 
   const std::string cfg = in.nbCfg >= 0 ? std::to_string(in.nbCfg) : "";
