@@ -83,6 +83,10 @@ bool isConcurrentUpdate(const core::Error& e) {
   return e.code == 409 && e.message.find("[placement.concurrent_update]") != std::string::npos;
 }
 
+bool isInventoryInUse(const core::Error& e) {
+  return e.code == 409 && e.message.find("[placement.inventory.inuse]") != std::string::npos;
+}
+
 bool isTransient(const core::Error& e) {
   return e.code < 100 || e.code >= 500 || e.code == 429 || e.code == 401;
 }
@@ -195,6 +199,17 @@ Task<core::Status> ApiImpl::deleteProvider(const std::string& uuid) {
   auto reply =
       co_await exchange("DELETE", "/resource_providers/" + uuid, kWriteMicroversion, "", 204, 404);
   co_return statusOf(reply);
+}
+
+Task<core::Result<Provider>> ApiImpl::renameProvider(const std::string& uuid,
+                                                     const std::string& name,
+                                                     const std::string& parentUuid) {
+  // The parent is sent too: without it, a PUT at 1.14+ would un-parent the provider.
+  json body{{"name", name}};
+  if (!parentUuid.empty()) body["parent_provider_uuid"] = parentUuid;
+  const std::string path = "/resource_providers/" + uuid;
+  auto reply = co_await exchange("PUT", path, kWriteMicroversion, body.dump());
+  co_return decode(std::move(reply), "PUT " + path, [](const json& j) { return providerFrom(j); });
 }
 
 Task<core::Result<InventoriesView>> ApiImpl::inventories(const std::string& uuid) {

@@ -39,6 +39,8 @@ using Usages = std::map<std::string, std::int64_t>;
 
 /** 409 with code placement.concurrent_update: the generation moved; re-read and retry. */
 bool isConcurrentUpdate(const core::Error& e);
+/** 409 placement.inventory.inuse: a class removed from an inventory still has allocations. */
+bool isInventoryInUse(const core::Error& e);
 /** Placement or the network is down, or it answered 5xx: back off and retry later. */
 bool isTransient(const core::Error& e);
 /** "1.39" >= "1.26". */
@@ -59,6 +61,10 @@ class Api {
                                                       const std::string& parentUuid) = 0;
   /** DELETE; a provider already gone is a success. */
   virtual Task<core::Status> deleteProvider(const std::string& uuid) = 0;
+  /** PUT /resource_providers/{uuid}: sets the name (and keeps the parent); the new view. */
+  virtual Task<core::Result<Provider>> renameProvider(const std::string& uuid,
+                                                      const std::string& name,
+                                                      const std::string& parentUuid) = 0;
   virtual Task<core::Result<InventoriesView>> inventories(const std::string& uuid) = 0;
   /** PUT the whole inventory set at `generation`; returns the new generation. */
   virtual Task<core::Result<std::int64_t>> putInventories(const std::string& uuid,
@@ -95,6 +101,8 @@ class ApiImpl final : public Api {
   Task<core::Result<Provider>> createProvider(const std::string& name, const std::string& uuid,
                                               const std::string& parentUuid) override;
   Task<core::Status> deleteProvider(const std::string& uuid) override;
+  Task<core::Result<Provider>> renameProvider(const std::string& uuid, const std::string& name,
+                                              const std::string& parentUuid) override;
   Task<core::Result<InventoriesView>> inventories(const std::string& uuid) override;
   Task<core::Result<std::int64_t>> putInventories(const std::string& uuid, std::int64_t generation,
                                                   const Inventories& inventories) override;

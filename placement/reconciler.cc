@@ -45,14 +45,23 @@ std::string topPods(const DesiredProviderTree& t, const std::string& rc) {
   return out.empty() ? "(none)" : out;
 }
 
-// Everything but the reservations of the root's VCPU and MEMORY_MB: what is sent at once.
+// A device pool's inventories without the reservation that follows the pods.
+Inventories withoutPodReservation(const DesiredProvider& p) {
+  Inventories out = p.inventories;
+  if (auto it = out.find(p.reservedFromPods); it != out.end()) it->second.reserved = 0;
+  return out;
+}
+
+// Everything but the pod-driven reservations (the root's VCPU and MEMORY_MB, the device pools'
+// classes): what is sent at once.
 bool sameShape(const DesiredProviderTree& a, const DesiredProviderTree& b) {
   if (a.root.uuid != b.root.uuid || a.root.name != b.root.name || a.root.traits != b.root.traits)
     return false;
-  if (a.nested.size() != b.nested.size()) return false;
+  if (a.nested.size() != b.nested.size() || a.formerChildren != b.formerChildren) return false;
   for (size_t i = 0; i < a.nested.size(); ++i)
-    if (a.nested[i].uuid != b.nested[i].uuid || a.nested[i].traits != b.nested[i].traits ||
-        !sameInventories(a.nested[i].inventories, b.nested[i].inventories))
+    if (a.nested[i].uuid != b.nested[i].uuid || a.nested[i].name != b.nested[i].name ||
+        a.nested[i].traits != b.nested[i].traits ||
+        !sameInventories(withoutPodReservation(a.nested[i]), withoutPodReservation(b.nested[i])))
       return false;
   Inventories x = a.root.inventories;
   Inventories y = b.root.inventories;
@@ -227,8 +236,12 @@ void Reconciler::update(const DesiredProviderTree& desired) {
   setNode(desired.root.name, desired.root.uuid);
   DesiredProviderTree next = desired;
   const bool first = !desired_;
-  const bool reservedMoved =
+  bool reservedMoved =
       !first && !sameInventories(next.root.inventories, desired_->root.inventories);
+  if (!first && next.nested.size() == desired_->nested.size())
+    for (size_t i = 0; i < next.nested.size(); ++i)
+      reservedMoved = reservedMoved ||
+                      !sameInventories(next.nested[i].inventories, desired_->nested[i].inventories);
   const bool shapeChanged = first || !sameShape(next, lastPushed_ ? *lastPushed_ : *desired_);
   desired_ = std::move(next);
   if (mode_ != Mode::Manage) return;
@@ -286,7 +299,7 @@ void Reconciler::event(const std::string& reason, const std::string& message) {
 }
 
 void Reconciler::scheduleDeletionRetry() {
-  if (syncer_->refusedDeletions().empty()) {
+  if (syncer_->notices().empty()) {
     deletionBackoff_.reset();
     return;
   }
@@ -439,11 +452,11 @@ void Reconciler::afterPass(Mode mode, const core::Status& status, const DesiredP
   if (!stillManaging) return;
   readyInThisRole_ = true;
   std::string detail = "provider " + sent.root.name + " up to date";
-  for (const auto& [name, why] : syncer_->refusedDeletions()) {
-    detail += "; cannot delete " + name + " (retried): " + why;
-    event("PlacementProviderInUse",
-          "cannot delete resource provider " + name +
-              " (the node no longer has that page size; retried): " + why);
+  // What Placement refused and the agent works around: shown in /readyz?verbose (the check
+  // stays ready), sent once each as a Node Event, retried on its own backoff.
+  for (const auto& [reason, message] : syncer_->notices()) {
+    detail += "; " + message;
+    event(reason, message);
   }
   health_.setReady("placement", true, detail);
   scheduleDeletionRetry();
