@@ -391,9 +391,10 @@ Task<std::string> Syncer::shrinkToAllocations(const Provider& child) {
     auto u = used->find(rc);
     if (u != used->end() && u->second > 0) want[rc] = closedInventory(inv, u->second);
   }
+  // Placement's own answer says enough when no usage shows (an allocation that just went).
+  if (want.empty()) co_return std::string();
   const std::string what = "in use (" + describe(*used) + ")";
-  if (want.empty() || sameInventories(want, have->inventories))
-    co_return what + "; its inventory is down to that";
+  if (sameInventories(want, have->inventories)) co_return what + "; its inventory is down to that";
   auto written = co_await api_.putInventories(child.uuid, have->generation, want);
   if (!written) co_return what + "; lowering its inventory failed: " + written.error().message;
   ++counters_.inventoryWrites;
