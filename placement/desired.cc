@@ -152,9 +152,12 @@ void planDevices(const PlacementConfig& config, const k8s::NodeInfo& node,
     child.reservedFromPods = d.resourceClass;
     t.nested.push_back(std::move(child));
   }
-  for (const auto& [key, value] : node.allocatable)
-    if (key.find('/') != std::string::npos && !mapped.count(key) && !kubevirtInfraResource(key))
-      t.unmappedResources.push_back(key);
+  for (const auto& [key, value] : node.allocatable) {
+    if (key.find('/') == std::string::npos || mapped.count(key)) continue;
+    // Its entry may have left the config: a child made for it earlier is emptied and goes.
+    t.formerChildren[childUuid(node.uid, key)] = "device " + key;
+    if (!kubevirtInfraResource(key)) t.unmappedResources.push_back(key);
+  }
   for (const auto& key : t.unmappedResources)
     w.push_back(
         "allocatable " + key +

@@ -98,6 +98,14 @@ class PlacementIT : public ::testing::Test {
   std::vector<std::pair<std::string, std::string>> events_;
 };
 
+/** A consumer's allocation body (microversion 1.28) on one provider. */
+inline json allocation(const std::string& provider, const json& resources) {
+  return {{"allocations", {{provider, {{"resources", resources}}}}},
+          {"project_id", testing::randomUuid()},
+          {"user_id", testing::randomUuid()},
+          {"consumer_generation", nullptr}};
+}
+
 /** The readiness detail of "placement" ("" when absent). */
 inline std::string placementDetail(const core::HealthRegistry& health) {
   for (const auto& c : health.readiness())

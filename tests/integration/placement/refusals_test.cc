@@ -8,13 +8,6 @@
 namespace okna::placement {
 namespace {
 
-json allocation(const std::string& provider, const json& resources) {
-  return {{"allocations", {{provider, {{"resources", resources}}}}},
-          {"project_id", testing::randomUuid()},
-          {"user_id", testing::randomUuid()},
-          {"consumer_generation", nullptr}};
-}
-
 bool hasEvent(const std::vector<std::pair<std::string, std::string>>& events,
               const std::string& reason, const std::string& text) {
   for (const auto& [r, m] : events)
