@@ -1,7 +1,9 @@
 // Counts the HTTP requests the Placement reconciler sends, against a REAL Placement (the
 // tests/fixtures/openstack noauth2 fixture, started here in a temp dir): per pod change, per burst,
 // at steady state, after a conflict and after a restart. Not a test: it prints a table.
-//   bench_placement [--debounce-ms N] [--changes N] [--steady-seconds N]
+//   bench_placement [--debounce-ms N] [--changes N] [--steady-seconds N] [--devices 1]
+// --devices 1: the node also has two device pools (placement.devices: 8 SR-IOV VFs with two
+// fixed bandwidth inventories, 2 GPUs) and a DPDK pod holding a VF (issue #29).
 
 #include <boost/asio/io_context.hpp>
 #include <cstdio>
@@ -52,7 +54,9 @@ int main(int argc, char** argv) {
   int debounceMs = 200;
   int changes = 20;
   int steadySeconds = 10;
+  bool devices = false;
   for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--devices")) devices = std::atoi(argv[i + 1]) != 0;
     if (!std::strcmp(argv[i], "--debounce-ms")) debounceMs = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--changes")) changes = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--steady-seconds")) steadySeconds = std::atoi(argv[i + 1]);
@@ -92,6 +96,18 @@ int main(int argc, char** argv) {
     pods.push_back(testing::makePod(name, "infra-" + std::to_string(i), "100m", "128Mi"));
   for (int i = 0; i < 5; ++i)
     pods.push_back(testing::makePod(name, "vm-" + std::to_string(i), "2", "4Gi", true));
+  if (devices) {
+    config.devices = {
+        {"intel.com/sriov_physnet1",
+         "SRIOV_NET_VF",
+         "",
+         {"CUSTOM_PHYSNET_PHYSNET1", "HW_NIC_SRIOV"},
+         {{"NET_BW_EGR_KILOBIT_PER_SEC", 10000000}, {"NET_BW_IGR_KILOBIT_PER_SEC", 10000000}}},
+        {"nvidia.com/GA102GL_A10", "PGPU", "gpu0", {}, {}}};
+    node.allocatable["intel.com/sriov_physnet1"] = "8";
+    node.allocatable["nvidia.com/GA102GL_A10"] = "2";
+    pods[0].containers[0].requests["intel.com/sriov_physnet1"] = "1";
+  }
 
   std::vector<Row> rows;
   auto agent = std::make_unique<placement::Reconciler>(io, counting, config, metrics, health);
@@ -103,8 +119,9 @@ int main(int argc, char** argv) {
   size_t mark = counting.size();
   okna::testing::planAndUpdate(*agent, node, pods);
   waitPass(1);
-  rows.push_back({"first registration (root + 2 hugepage children, traits)", 1,
-                  counting.size() - mark, summary(counting, mark)});
+  rows.push_back({devices ? "first registration (root + 2 hugepage + 2 device children, traits)"
+                          : "first registration (root + 2 hugepage children, traits)",
+                  1, counting.size() - mark, summary(counting, mark)});
 
   mark = counting.size();
   const auto steadyEnd = std::chrono::steady_clock::now() + std::chrono::seconds(steadySeconds);
