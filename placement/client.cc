@@ -288,3 +288,26 @@ Task<core::Result<Usages>> ApiImpl::usages(const std::string& uuid) {
 }
 
 }  // namespace okna::placement
+
+namespace okna::placement {
+
+Task<core::Result<AggregatesView>> ApiImpl::providerAggregates(const std::string& uuid) {
+  const std::string path = "/resource_providers/" + uuid + "/aggregates";
+  auto reply = co_await exchange("GET", path, kAggregatesMicroversion);
+  co_return decode(std::move(reply), path, [](const json& j) {
+    AggregatesView v;
+    v.generation = generationOf(j);
+    for (const auto& a : j.at("aggregates")) v.aggregates.insert(a.get<std::string>());
+    return v;
+  });
+}
+
+Task<core::Result<std::int64_t>> ApiImpl::putProviderAggregates(
+    const std::string& uuid, std::int64_t generation, const std::set<std::string>& aggregates) {
+  const std::string path = "/resource_providers/" + uuid + "/aggregates";
+  const json body{{"resource_provider_generation", generation}, {"aggregates", aggregates}};
+  auto reply = co_await exchange("PUT", path, kAggregatesMicroversion, body.dump());
+  co_return decode(std::move(reply), path, generationOf);
+}
+
+}  // namespace okna::placement

@@ -166,6 +166,7 @@ PlacementConfig parsePlacementConfig(const YamlField& f) {
                 "perVmMemoryOverheadMb",
                 "hugepagesModel",
                 "devices",
+                "availabilityZones",
                 "stateFile",
                 "resyncSeconds",
                 "conflictRetries",
@@ -214,6 +215,16 @@ PlacementConfig parsePlacementConfig(const YamlField& f) {
       const std::string name = d.name.empty() ? d.resource : d.name;
       if (!names.insert(name).second) item.fail("name \"" + name + "\" is used twice");
       c.devices.push_back(std::move(d));
+    }
+  }
+  if (auto z = f.get("availabilityZones")) {
+    z->expectKeys({"enabled", "computeEndpointOverride"});
+    if (auto v = z->get("enabled")) c.availabilityZones.enabled = v->asBool();
+    if (auto v = z->get("computeEndpointOverride")) {
+      c.availabilityZones.computeEndpointOverride = v->asString();
+      const auto& u = c.availabilityZones.computeEndpointOverride;
+      if (!u.empty() && !u.starts_with("http://") && !u.starts_with("https://"))
+        v->fail("\"" + u + "\" is not an http(s) URL");
     }
   }
   if (auto v = f.get("stateFile")) c.stateFile = v->asString();

@@ -74,6 +74,16 @@ struct DeviceConfig {
   std::map<std::string, std::int64_t> inventories;
 };
 
+/** Availability zones as aggregates (`placement.availabilityZones`, README "Availability zones").
+ */
+struct AvailabilityZonesConfig {
+  // With the compute role and a topology.kubernetes.io/zone label: the host in Nova's aggregate
+  // az-<zone> and the root provider in the same aggregate in Placement.
+  bool enabled = true;
+  // Nova's compute API (".../v2.1"), bypassing the catalog's "compute" service.
+  std::string computeEndpointOverride;
+};
+
 /** What KubeVirt VMs support (README, "Traits"). */
 std::vector<std::string> defaultCapabilityTraits();
 
@@ -118,6 +128,7 @@ struct PlacementConfig {
   HugepagesModel hugepagesModel = HugepagesModel::NestedTrait;
   // Device pools, each a nested provider; an extended resource no entry maps is ignored.
   std::vector<DeviceConfig> devices;
+  AvailabilityZonesConfig availabilityZones;
   // Remembers which traits the agent added (per provider uuid) across restarts; a hostPath.
   // Empty: remembered in memory only.
   std::string stateFile = "/var/lib/openkeel-node-agent/placement-state.json";

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "k8s/quantity.h"
+#include "placement/zones.h"
 
 namespace okna::placement {
 
@@ -369,6 +370,7 @@ DesiredProviderTree planPlacement(const PlacementConfig& config, const k8s::Node
   }
 
   planDevices(config, node, pods, t);
+  if (config.availabilityZones.enabled) t.zone = zoneOf(node, w);
 
   for (const auto& [key, value] : node.labels) {
     if (key.starts_with(kCpuFeatureLabelPrefix)) {
@@ -430,6 +432,11 @@ nlohmann::json toDryRunJson(const DesiredProviderTree& tree) {
   out["traits"] = tree.root.traits;  // std::set: sorted
   // Classes whose allocation ratio nobody configured: Placement's value is kept.
   out["allocationRatiosFromPlacement"] = tree.root.ratioFromServer;
+  // The zone aggregate the host joins in Nova (and the root in Placement); null: none.
+  out["availabilityZone"] =
+      tree.zone ? nlohmann::json{{"zone", *tree.zone},
+                                 {"aggregate", std::string(kZoneAggregatePrefix) + *tree.zone}}
+                : nlohmann::json(nullptr);
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -58,6 +59,9 @@ struct DesiredProviderTree {
   // allocatable or the config) but no longer offers: uuid -> source. Recognised by uuid, so a
   // renamed one is still found; they are emptied down to their allocations and deleted.
   std::map<std::string, std::string> formerChildren;
+  // The availability zone (topology.kubernetes.io/zone) the host should be in; none: no label,
+  // or availabilityZones.enabled false.
+  std::optional<std::string> zone;
   // Extended resources of allocatable no device entry maps (logged once by the agent).
   std::vector<std::string> unmappedResources;
   // cpu-feature trait -> the other os-traits spelling, tried when the first is unknown.

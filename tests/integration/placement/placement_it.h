@@ -75,8 +75,11 @@ class PlacementIT : public ::testing::Test {
   json inventories(const std::string& uuid) {
     return get("/resource_providers/" + uuid + "/inventories")["inventories"];
   }
+  // Empty while the provider does not exist yet.
   std::set<std::string> traits(const std::string& uuid) {
-    return get("/resource_providers/" + uuid + "/traits")["traits"].get<std::set<std::string>>();
+    const json body = get("/resource_providers/" + uuid + "/traits");
+    if (!body.is_object() || !body.contains("traits") || !body["traits"].is_array()) return {};
+    return body["traits"].get<std::set<std::string>>();
   }
   bool pushed(Reconciler& r, unsigned passes) {
     return testing::runUntil(io_, [&] { return r.successfulPasses() >= passes && !r.busy(); });

@@ -346,7 +346,8 @@ TEST(DesiredTest, DryRunJsonShape) {
                 "inventories": {"MEMORY_MB": {"total": 512, "reserved": 0, "min_unit": 1, "max_unit": 512, "step_size": 1, "allocation_ratio": 1.0}},
                 "traits": ["CUSTOM_HUGEPAGES_2M"]}],
     "traits": ["COMPUTE_NODE", "CUSTOM_A", "CUSTOM_B"],
-    "allocationRatiosFromPlacement": ["MEMORY_MB", "VCPU"]})");
+    "allocationRatiosFromPlacement": ["MEMORY_MB", "VCPU"],
+    "availabilityZone": null})");
   EXPECT_EQ(got, want) << got.dump(2);
 }
 

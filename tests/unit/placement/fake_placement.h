@@ -21,6 +21,7 @@ class FakePlacement final : public placement::Api {
     placement::Inventories inventories;
     placement::Traits traits;
     placement::Usages usages;
+    std::set<std::string> aggregates;
   };
 
   std::map<std::string, Entry> providers;
@@ -168,6 +169,22 @@ class FakePlacement final : public placement::Api {
   placement::Task<core::Status> createResourceClass(const std::string&) override {
     if (auto e = fail("createResourceClass")) co_return *e;
     co_return core::Status{};
+  }
+  placement::Task<core::Result<placement::AggregatesView>> providerAggregates(
+      const std::string& uuid) override {
+    if (auto e = fail("providerAggregates")) co_return *e;
+    if (!providers.count(uuid)) co_return core::makeError("404", 404);
+    co_return placement::AggregatesView{providers[uuid].provider.generation,
+                                        providers[uuid].aggregates};
+  }
+  placement::Task<core::Result<std::int64_t>> putProviderAggregates(
+      const std::string& uuid, std::int64_t gen, const std::set<std::string>& aggs) override {
+    if (auto e = fail("putProviderAggregates")) co_return *e;
+    if (!providers.count(uuid)) co_return core::makeError("404", 404);
+    auto& e = providers[uuid];
+    if (auto c = conflict(e, gen)) co_return *c;
+    e.aggregates = aggs;
+    co_return ++e.provider.generation;
   }
   placement::Task<core::Result<placement::Usages>> usages(const std::string& uuid) override {
     if (auto e = fail("usages")) co_return *e;
