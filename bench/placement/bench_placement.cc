@@ -4,6 +4,9 @@
 //   bench_placement [--debounce-ms N] [--changes N] [--steady-seconds N] [--devices 1]
 // --devices 1: the node also has two device pools (placement.devices: 8 SR-IOV VFs with two
 // fixed bandwidth inventories, 2 GPUs) and a DPDK pod holding a VF (issue #29).
+// --zone 1: the node also has a topology.kubernetes.io/zone label, and Nova's own compute API
+// (tests/fixtures/nova/start-nova-api.sh) is started: the agent joins az-<zone> in Nova and
+// mirrors it in Placement; its requests to Nova are counted too.
 
 #include <boost/asio/io_context.hpp>
 #include <cstdio>
@@ -55,8 +58,10 @@ int main(int argc, char** argv) {
   int changes = 20;
   int steadySeconds = 10;
   bool devices = false;
+  bool zone = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--devices")) devices = std::atoi(argv[i + 1]) != 0;
+    if (!std::strcmp(argv[i], "--zone")) zone = std::atoi(argv[i + 1]) != 0;
     if (!std::strcmp(argv[i], "--debounce-ms")) debounceMs = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--changes")) changes = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--steady-seconds")) steadySeconds = std::atoi(argv[i + 1]);
@@ -96,6 +101,17 @@ int main(int argc, char** argv) {
     pods.push_back(testing::makePod(name, "infra-" + std::to_string(i), "100m", "128Mi"));
   for (int i = 0; i < 5; ++i)
     pods.push_back(testing::makePod(name, "vm-" + std::to_string(i), "2", "4Gi", true));
+  if (zone) {
+    if (!testing::runScript(std::string(::okna::testing::kSourceDir) +
+                                "/tests/fixtures/nova/start-nova-api.sh " + dir + "/nova " + url +
+                                " " + name + "=" + uid,
+                            dir + "/nova.out")) {
+      std::cerr << testing::readFile(dir + "/nova.out") << "\n";
+      return 1;
+    }
+    config.availabilityZones.computeEndpointOverride = testing::readFile(dir + "/nova/url");
+    node.labels["topology.kubernetes.io/zone"] = "zone-a";
+  }
   if (devices) {
     config.devices = {
         {"intel.com/sriov_physnet1",
@@ -220,6 +236,7 @@ int main(int argc, char** argv) {
     std::printf("| %s | %zu | %zu | %.2f | %s |\n", r.scenario.c_str(), r.events, r.requests,
                 r.events ? static_cast<double>(r.requests) / static_cast<double>(r.events) : 0.0,
                 r.detail.c_str());
+  if (zone) testing::runScript(testing::kFixtures + "/stop.sh " + dir + "/nova", dir + "/stop.out");
   testing::runScript(testing::kFixtures + "/stop.sh " + dir + "/p", dir + "/stop.out");
   std::filesystem::remove_all(dir);
   return 0;
