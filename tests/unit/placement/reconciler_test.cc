@@ -12,6 +12,7 @@
 #include "tests/fakes/fake_http_client.h"
 #include "tests/fakes/manual_clock.h"
 #include "tests/fakes/placement_plan.h"
+#include "tests/unit/placement/fake_nova.h"
 #include "tests/unit/placement/fake_placement.h"
 
 namespace okna::placement {
@@ -629,6 +630,60 @@ TEST_F(ReconcilerTest, ClassInUseIsKeptClosedAndTraitsStillGoOut) {
   EXPECT_EQ(root().inventories.at("VCPU").total, 16);
   fake_.providers.at(kUid).usages.erase("PCPU");
   ASSERT_TRUE(runUntil([&] { return root().inventories.count("PCPU") == 0; }));
+  EXPECT_EQ(r->failedPasses(), 0u);
+}
+
+// Hundreds of agents start at once: another one creates az-<zone> between this agent's list and
+// its create. Nova's 409 means "read again and join".
+TEST_F(ReconcilerTest, ZoneAggregateCreatedByAnotherAgentMeanwhileIsJoined) {
+  testing::FakeNova nova;
+  node_.labels["topology.kubernetes.io/zone"] = "a";
+  auto r = std::make_unique<Reconciler>(io_, fake_, config_, metrics_, health_, &clock_, &nova);
+  r->setActive(true);
+  nova.during["createAggregate"] = [&] { nova.make("az-a", "a").hosts.insert("cmp-2"); };
+  okna::testing::planAndUpdate(*r, node_, {});
+  ASSERT_TRUE(
+      runUntil([&] { return nova.find("az-a") && nova.find("az-a")->hosts.count("cmp-1"); }));
+  EXPECT_EQ(nova.aggregates_.size(), 1u) << "not duplicated";
+  EXPECT_EQ(nova.calls["aggregates"], 2) << "read again after the 409";
+  ASSERT_TRUE(runUntil([&] { return root().aggregates == std::set<std::string>{"agg-1"}; }));
+  // Steady state: nothing more to Nova or Placement.
+  const int novaCalls = nova.total();
+  const int placementCalls = fake_.total();
+  for (int i = 0; i < 5; ++i) okna::testing::planAndUpdate(*r, node_, {});
+  settle();
+  EXPECT_EQ(nova.total(), novaCalls);
+  EXPECT_EQ(fake_.total(), placementCalls);
+}
+
+// No os-aggregates rights: reported (readiness detail, one Event), retried with backoff, and the
+// cordon still goes out.
+TEST_F(ReconcilerTest, ForbiddenAggregatesHoldNothingBack) {
+  testing::FakeNova nova;
+  nova.forbidden = true;
+  node_.labels["topology.kubernetes.io/zone"] = "a";
+  node_.unschedulable = true;
+  std::vector<std::string> events;
+  auto r = std::make_unique<Reconciler>(io_, fake_, config_, metrics_, health_, &clock_, &nova);
+  r->setEventSink([&](const std::string&, const std::string& reason, const std::string&) {
+    events.push_back(reason);
+  });
+  r->setActive(true);
+  okna::testing::planAndUpdate(*r, node_, {});
+  ASSERT_TRUE(runUntil([&] { return root().traits.count("COMPUTE_STATUS_DISABLED") == 1; }));
+  ASSERT_TRUE(runUntil([&] { return nova.calls["aggregates"] >= 3; })) << "retried";
+  EXPECT_TRUE(health_.ready());
+  EXPECT_NE(health_.readiness()[0].detail.find("availability zone not applied (retried): nova "
+                                               "aggregates: HTTP 403"),
+            std::string::npos)
+      << health_.readiness()[0].detail;
+  EXPECT_EQ(events, std::vector<std::string>{"AvailabilityZoneNotApplied"}) << "once";
+  nova.forbidden = false;
+  ASSERT_TRUE(
+      runUntil([&] { return nova.find("az-a") && nova.find("az-a")->hosts.count("cmp-1"); }));
+  ASSERT_TRUE(runUntil([&] {
+    return health_.readiness()[0].detail.find("availability zone") == std::string::npos;
+  }));
   EXPECT_EQ(r->failedPasses(), 0u);
 }
 
