@@ -666,6 +666,10 @@ class TestAgentAcceptsTheRenderedConfig(ChartCase):
         self.assertEqual(vf[0]["inventories"]["NET_BW_EGR_KILOBIT_PER_SEC"]["total"], 10000000)
         self.assertEqual(vf[0]["traits"], ["CUSTOM_PHYSNET_PHYSNET1", "HW_NIC_SRIOV"])
         self.assertRegex(vf[0]["uuid"], "^[0-9a-f-]{36}$")
+        # availabilityZones through extra, as the chart README says: taken by the agent's parser.
+        plan = self.dry_run(["openstackPlacement.extra.availabilityZones.computeEndpointOverride="
+                             "https://nova.example/v2.1"], "lab-1.node.yaml")
+        self.assertIn("availabilityZone", plan["placement"])
 
     def test_network_only_config(self):
         # The nocompute DaemonSet's config: the same roles, Placement and metadata off.
