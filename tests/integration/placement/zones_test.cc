@@ -124,6 +124,12 @@ TEST_F(ZonesIT, LabelJoinsTheZoneInNovaAndPlacementAndForeignAggregatesStay) {
   ASSERT_TRUE(testing::runUntil(io_, [&] { return rootAggregates().size() == 2; }));
   EXPECT_EQ(rootAggregates(), (std::set<std::string>{foreign, az["uuid"].get<std::string>()}));
   EXPECT_TRUE(hostIn("iso-" + name_));
+  // For the record (issue #29's closing note): the membership in Nova's and Placement's views.
+  std::cout
+      << "nova os-aggregates: " << nova("GET", "/os-aggregates").body.dump() << "\n"
+      << "placement aggregates of " << uid_ << ": "
+      << op_.call("GET", "/resource_providers/" + uid_ + "/aggregates", nullptr, "1.19").body.dump()
+      << "\n";
   EXPECT_TRUE(health_.ready());
   EXPECT_EQ(placementDetail(health_).find("availability zone"), std::string::npos)
       << placementDetail(health_);
