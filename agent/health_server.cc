@@ -142,8 +142,10 @@ std::string renderChecks(const std::vector<core::HealthRegistry::Check>& checks,
                          const std::string& name) {
   std::string out;
   for (const auto& c : checks)
-    out +=
-        std::string(c.ok ? "[+]" : "[-]") + c.name + (c.ok ? " ok" : " failed: " + c.detail) + "\n";
+    // A passing check's detail is shown too: what a component works around while ready (a
+    // refused child deletion in Placement) must be visible without failing readiness.
+    out += std::string(c.ok ? "[+]" : "[-]") + c.name +
+           (c.ok ? (c.detail.empty() ? " ok" : " ok: " + c.detail) : " failed: " + c.detail) + "\n";
   out += name + (ok ? " check passed\n" : " check failed\n");
   return out;
 }

@@ -120,6 +120,10 @@ std::string planToText(const Plan& plan) {
       inventories(n["inventories"], "    ");
     }
     out += "  traits " + p["traits"].dump() + "\n";
+    if (p["availabilityZone"].is_object())
+      out += "  availability zone " + p["availabilityZone"]["zone"].get<std::string>() +
+             " (Nova aggregate " + p["availabilityZone"]["aggregate"].get<std::string>() +
+             ", the same aggregate on the provider in Placement)\n";
   }
   for (const auto& w : plan.warnings) out += "warning: " + w.text() + "\n";
   return out;

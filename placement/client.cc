@@ -83,6 +83,10 @@ bool isConcurrentUpdate(const core::Error& e) {
   return e.code == 409 && e.message.find("[placement.concurrent_update]") != std::string::npos;
 }
 
+bool isInventoryInUse(const core::Error& e) {
+  return e.code == 409 && e.message.find("[placement.inventory.inuse]") != std::string::npos;
+}
+
 bool isTransient(const core::Error& e) {
   return e.code < 100 || e.code >= 500 || e.code == 429 || e.code == 401;
 }
@@ -197,6 +201,17 @@ Task<core::Status> ApiImpl::deleteProvider(const std::string& uuid) {
   co_return statusOf(reply);
 }
 
+Task<core::Result<Provider>> ApiImpl::renameProvider(const std::string& uuid,
+                                                     const std::string& name,
+                                                     const std::string& parentUuid) {
+  // The parent is sent too: without it, a PUT at 1.14+ would un-parent the provider.
+  json body{{"name", name}};
+  if (!parentUuid.empty()) body["parent_provider_uuid"] = parentUuid;
+  const std::string path = "/resource_providers/" + uuid;
+  auto reply = co_await exchange("PUT", path, kWriteMicroversion, body.dump());
+  co_return decode(std::move(reply), "PUT " + path, [](const json& j) { return providerFrom(j); });
+}
+
 Task<core::Result<InventoriesView>> ApiImpl::inventories(const std::string& uuid) {
   const std::string path = "/resource_providers/" + uuid + "/inventories";
   auto reply = co_await exchange("GET", path, kReadMicroversion);
@@ -270,6 +285,29 @@ Task<core::Result<Usages>> ApiImpl::usages(const std::string& uuid) {
     for (const auto& [rc, used] : j.at("usages").items()) out[rc] = used.get<std::int64_t>();
     return out;
   });
+}
+
+}  // namespace okna::placement
+
+namespace okna::placement {
+
+Task<core::Result<AggregatesView>> ApiImpl::providerAggregates(const std::string& uuid) {
+  const std::string path = "/resource_providers/" + uuid + "/aggregates";
+  auto reply = co_await exchange("GET", path, kAggregatesMicroversion);
+  co_return decode(std::move(reply), path, [](const json& j) {
+    AggregatesView v;
+    v.generation = generationOf(j);
+    for (const auto& a : j.at("aggregates")) v.aggregates.insert(a.get<std::string>());
+    return v;
+  });
+}
+
+Task<core::Result<std::int64_t>> ApiImpl::putProviderAggregates(
+    const std::string& uuid, std::int64_t generation, const std::set<std::string>& aggregates) {
+  const std::string path = "/resource_providers/" + uuid + "/aggregates";
+  const json body{{"resource_provider_generation", generation}, {"aggregates", aggregates}};
+  auto reply = co_await exchange("PUT", path, kAggregatesMicroversion, body.dump());
+  co_return decode(std::move(reply), path, generationOf);
 }
 
 }  // namespace okna::placement

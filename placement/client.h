@@ -9,6 +9,7 @@
 #include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@ class Authenticator;
 inline constexpr const char* kReadMicroversion = "1.14";
 inline constexpr const char* kWriteMicroversion = "1.26";
 inline constexpr const char* kRequiredMicroversion = "1.26";
+// Provider aggregates with the generation (reads and writes).
+inline constexpr const char* kAggregatesMicroversion = "1.19";
 
 struct InventoriesView {
   std::int64_t generation = 0;
@@ -37,8 +40,15 @@ struct TraitsView {
 
 using Usages = std::map<std::string, std::int64_t>;
 
+struct AggregatesView {
+  std::int64_t generation = 0;
+  std::set<std::string> aggregates;
+};
+
 /** 409 with code placement.concurrent_update: the generation moved; re-read and retry. */
 bool isConcurrentUpdate(const core::Error& e);
+/** 409 placement.inventory.inuse: a class removed from an inventory still has allocations. */
+bool isInventoryInUse(const core::Error& e);
 /** Placement or the network is down, or it answered 5xx: back off and retry later. */
 bool isTransient(const core::Error& e);
 /** "1.39" >= "1.26". */
@@ -59,6 +69,10 @@ class Api {
                                                       const std::string& parentUuid) = 0;
   /** DELETE; a provider already gone is a success. */
   virtual Task<core::Status> deleteProvider(const std::string& uuid) = 0;
+  /** PUT /resource_providers/{uuid}: sets the name (and keeps the parent); the new view. */
+  virtual Task<core::Result<Provider>> renameProvider(const std::string& uuid,
+                                                      const std::string& name,
+                                                      const std::string& parentUuid) = 0;
   virtual Task<core::Result<InventoriesView>> inventories(const std::string& uuid) = 0;
   /** PUT the whole inventory set at `generation`; returns the new generation. */
   virtual Task<core::Result<std::int64_t>> putInventories(const std::string& uuid,
@@ -75,6 +89,12 @@ class Api {
   /** PUT /resource_classes/{name} (CUSTOM_ only); existing is a success. */
   virtual Task<core::Status> createResourceClass(const std::string& name) = 0;
   virtual Task<core::Result<Usages>> usages(const std::string& uuid) = 0;
+  /** GET /resource_providers/{uuid}/aggregates (1.19: with the generation). */
+  virtual Task<core::Result<AggregatesView>> providerAggregates(const std::string& uuid) = 0;
+  /** PUT the whole aggregate set at `generation`; returns the new generation. */
+  virtual Task<core::Result<std::int64_t>> putProviderAggregates(
+      const std::string& uuid, std::int64_t generation,
+      const std::set<std::string>& aggregates) = 0;
 };
 
 class ApiImpl final : public Api {
@@ -95,6 +115,8 @@ class ApiImpl final : public Api {
   Task<core::Result<Provider>> createProvider(const std::string& name, const std::string& uuid,
                                               const std::string& parentUuid) override;
   Task<core::Status> deleteProvider(const std::string& uuid) override;
+  Task<core::Result<Provider>> renameProvider(const std::string& uuid, const std::string& name,
+                                              const std::string& parentUuid) override;
   Task<core::Result<InventoriesView>> inventories(const std::string& uuid) override;
   Task<core::Result<std::int64_t>> putInventories(const std::string& uuid, std::int64_t generation,
                                                   const Inventories& inventories) override;
@@ -106,6 +128,10 @@ class ApiImpl final : public Api {
   Task<core::Status> createTrait(const std::string& name) override;
   Task<core::Status> createResourceClass(const std::string& name) override;
   Task<core::Result<Usages>> usages(const std::string& uuid) override;
+  Task<core::Result<AggregatesView>> providerAggregates(const std::string& uuid) override;
+  Task<core::Result<std::int64_t>> putProviderAggregates(
+      const std::string& uuid, std::int64_t generation,
+      const std::set<std::string>& aggregates) override;
 
  private:
   Task<core::Result<core::HttpResponse>> call(std::string method, std::string path,

@@ -19,6 +19,8 @@ struct ResolvedAuth {
   std::string regionName;
   std::string interface = "public";
   std::string endpointOverride;
+  // Nova's compute API (availability zones), bypassing the catalog's "compute" service.
+  std::string computeEndpointOverride;
   core::TlsOptions tls;
   // "clouds.yaml /etc/openstack/clouds.yaml cloud openkeel" or "agent config": for messages.
   std::string source;

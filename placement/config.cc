@@ -1,6 +1,7 @@
 #include "placement/config.h"
 
 #include <cmath>
+#include <set>
 
 #include "core/yaml_field.h"
 #include "placement/desired.h"
@@ -60,6 +61,65 @@ std::chrono::milliseconds seconds(const YamlField& f, double max) {
   return std::chrono::milliseconds(std::llround(f.asDouble(0, max) * 1000.0));
 }
 
+// Classes and resources the root already accounts for: a device pool must not offer them again.
+bool rootResource(const std::string& key) {
+  return key == "cpu" || key == "memory" || key == "pods" || key == "ephemeral-storage" ||
+         key.starts_with("hugepages-");
+}
+
+bool rootClass(const std::string& rc) {
+  return rc == "VCPU" || rc == "PCPU" || rc == "MEMORY_MB" || rc == "DISK_GB" ||
+         rc.starts_with("CUSTOM_HUGEPAGES_");
+}
+
+void checkClassName(const YamlField& f, const std::string& rc) {
+  if (!isTraitNameShape(rc) || rc == "CUSTOM_")
+    f.fail("\"" + rc + "\" is not a resource class name (standard, or CUSTOM_[A-Z0-9_]+)");
+  if (rootClass(rc)) f.fail(rc + " is a class of the root provider, not of a device pool");
+}
+
+DeviceConfig parseDevice(const YamlField& f) {
+  f.expectKeys({"resource", "resourceClass", "name", "traits", "inventories"});
+  DeviceConfig d;
+  auto resource = f.get("resource");
+  if (!resource) f.fail("resource is required (a key of the Node's allocatable)");
+  d.resource = resource->asString();
+  // An extended resource is "<domain>/<name>" (Kubernetes' qualified names); the root's own
+  // resources are not pools.
+  const auto slash = d.resource.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == d.resource.size() ||
+      d.resource.size() > 253 || rootResource(d.resource))
+    resource->fail(
+        "\"" + d.resource +
+        "\" is not an extended resource (<domain>/<name>, e.g. intel.com/sriov_physnet1)");
+  auto rc = f.get("resourceClass");
+  if (!rc) f.fail("resourceClass is required (SRIOV_NET_VF, PGPU, VGPU or CUSTOM_*)");
+  d.resourceClass = rc->asString();
+  checkClassName(*rc, d.resourceClass);
+  if (auto v = f.get("name")) {
+    d.name = v->asString();
+    if (d.name.size() > 150)
+      v->fail("at most 150 characters (Placement allows 200 with the node's)");
+    for (char c : d.name)
+      if (static_cast<unsigned char>(c) < 0x20) v->fail("control characters are not allowed");
+  }
+  if (auto v = f.get("traits"))
+    for (const auto& t : v->asStringList()) {
+      if (!isTraitNameShape(t) || (t.starts_with("CUSTOM_") && !isCustomTraitName(t)))
+        v->fail("\"" + t + "\" is not a trait name (a standard trait or CUSTOM_[A-Z0-9_]+)");
+      d.traits.insert(t);
+    }
+  if (auto v = f.get("inventories")) {
+    for (const auto& [rcName, total] : v->entries()) {
+      checkClassName(total, rcName);
+      if (rcName == d.resourceClass)
+        total.fail(rcName + " is the pool's own class (its total follows allocatable)");
+      d.inventories[rcName] = total.asInt(1, std::int64_t{1} << 53);
+    }
+  }
+  return d;
+}
+
 }  // namespace
 
 std::vector<std::string> defaultCapabilityTraits() {
@@ -105,6 +165,8 @@ PlacementConfig parsePlacementConfig(const YamlField& f) {
                 "reservedStep",
                 "perVmMemoryOverheadMb",
                 "hugepagesModel",
+                "devices",
+                "availabilityZones",
                 "stateFile",
                 "resyncSeconds",
                 "conflictRetries",
@@ -143,6 +205,28 @@ PlacementConfig parsePlacementConfig(const YamlField& f) {
     c.hugepagesModel = v->asEnum({"nested-trait", "custom-class"}) == "custom-class"
                            ? HugepagesModel::CustomClass
                            : HugepagesModel::NestedTrait;
+  if (auto v = f.get("devices")) {
+    std::set<std::string> resources;
+    std::set<std::string> names;
+    for (const auto& item : v->items()) {
+      DeviceConfig d = parseDevice(item);
+      if (!resources.insert(d.resource).second)
+        item.fail("resource " + d.resource + " is mapped twice");
+      const std::string name = d.name.empty() ? d.resource : d.name;
+      if (!names.insert(name).second) item.fail("name \"" + name + "\" is used twice");
+      c.devices.push_back(std::move(d));
+    }
+  }
+  if (auto z = f.get("availabilityZones")) {
+    z->expectKeys({"enabled", "computeEndpointOverride"});
+    if (auto v = z->get("enabled")) c.availabilityZones.enabled = v->asBool();
+    if (auto v = z->get("computeEndpointOverride")) {
+      c.availabilityZones.computeEndpointOverride = v->asString();
+      const auto& u = c.availabilityZones.computeEndpointOverride;
+      if (!u.empty() && !u.starts_with("http://") && !u.starts_with("https://"))
+        v->fail("\"" + u + "\" is not an http(s) URL");
+    }
+  }
   if (auto v = f.get("stateFile")) c.stateFile = v->asString();
   if (auto v = f.get("resyncSeconds")) c.resyncInterval = std::chrono::seconds(v->asInt(0, 86400));
   if (auto v = f.get("conflictRetries")) c.conflictRetries = static_cast<int>(v->asInt(0, 100));

@@ -4,11 +4,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/backoff.h"
+#include "placement/types.h"
 
 namespace okna::core {
 class YamlField;
@@ -56,6 +58,32 @@ struct ReservedStep {
   std::int64_t memoryMb = 256;
 };
 
+/**
+ * One device pool (`placement.devices[]`): an extended resource of the Node's allocatable
+ * offered as a nested resource provider of the root (README, "Device pools").
+ */
+struct DeviceConfig {
+  // Key of the Node's allocatable ("intel.com/sriov_physnet1").
+  std::string resource;
+  // Standard (SRIOV_NET_VF, PGPU, VGPU) or CUSTOM_* (created when missing).
+  std::string resourceClass;
+  // Provider name after "<node>:"; empty: the resource made safe ("intel.com_sriov_physnet1").
+  std::string name;
+  Traits traits;
+  // Fixed totals on the same child (NET_BW_EGR_KILOBIT_PER_SEC for the PF's bandwidth).
+  std::map<std::string, std::int64_t> inventories;
+};
+
+/** Availability zones as aggregates (`placement.availabilityZones`, README "Availability zones").
+ */
+struct AvailabilityZonesConfig {
+  // With the compute role and a topology.kubernetes.io/zone label: the host in Nova's aggregate
+  // az-<zone> and the root provider in the same aggregate in Placement.
+  bool enabled = true;
+  // Nova's compute API (".../v2.1"), bypassing the catalog's "compute" service.
+  std::string computeEndpointOverride;
+};
+
 /** What KubeVirt VMs support (README, "Traits"). */
 std::vector<std::string> defaultCapabilityTraits();
 
@@ -98,6 +126,9 @@ struct PlacementConfig {
   // Memory KubeVirt's virt-launcher uses on top of the guest RAM Nova allocates (MiB per VM).
   std::int64_t perVmMemoryOverheadMb = 256;
   HugepagesModel hugepagesModel = HugepagesModel::NestedTrait;
+  // Device pools, each a nested provider; an extended resource no entry maps is ignored.
+  std::vector<DeviceConfig> devices;
+  AvailabilityZonesConfig availabilityZones;
   // Remembers which traits the agent added (per provider uuid) across restarts; a hostPath.
   // Empty: remembered in memory only.
   std::string stateFile = "/var/lib/openkeel-node-agent/placement-state.json";

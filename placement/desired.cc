@@ -8,8 +8,10 @@
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "k8s/quantity.h"
+#include "placement/zones.h"
 
 namespace okna::placement {
 
@@ -105,7 +107,79 @@ std::int64_t ceilDiv(std::int64_t a, std::int64_t b) {
   return a <= 0 ? 0 : a / b + (a % b != 0 ? 1 : 0);  // a + b - 1 would overflow near INT64_MAX
 }
 
+// KubeVirt's own device plugins: on every KubeVirt node, consumed by every VM's pod, not pools
+// Nova schedules (no warning for them).
+bool kubevirtInfraResource(const std::string& key) {
+  return key == "devices.kubevirt.io/kvm" || key == "devices.kubevirt.io/tun" ||
+         key == "devices.kubevirt.io/vhost-net" || key == "devices.kubevirt.io/sev";
+}
+
+// Device pools (placement.devices): one child per mapped extended resource the node offers.
+void planDevices(const PlacementConfig& config, const k8s::NodeInfo& node,
+                 const std::vector<k8s::PodInfo>& pods, DesiredProviderTree& t) {
+  auto& w = t.warnings;
+  std::set<std::string> mapped;
+  for (const auto& d : config.devices) {
+    mapped.insert(d.resource);
+    const std::string uuid = childUuid(node.uid, d.resource);
+    const std::string source = "device " + d.resource;
+    // Absent (a node without that card, or its device plugin not registered yet) or 0 (every
+    // device failed): no pool; a child made earlier is emptied down to its allocations and goes.
+    const std::int64_t count =
+        node.allocatable.count(d.resource) ? allocatable(node, d.resource, 1, w) : 0;
+    if (count < 1) {
+      t.formerChildren[uuid] = source;
+      continue;
+    }
+    // Devices non-VM pods hold (a DPDK or infra pod with a VF) are not Nova's to give.
+    std::int64_t held = 0;
+    for (const auto& pod : pods) {
+      if (!pod.nodeName.empty() && pod.nodeName != node.name) continue;
+      if (!podHoldsResources(pod) || isVirtLauncher(pod)) continue;
+      held = k8s::saturatingAdd(held, podResourceRequest(pod, d.resource, &w));
+    }
+    if (held > count) {
+      w.push_back(d.resource + " reserved " + std::to_string(held) + " (non-VM pods) exceeds " +
+                  std::to_string(count) + " allocatable; clamped (no device left for VMs)");
+      held = count;
+    }
+    DesiredProvider child;
+    child.name = node.name + ":" + (d.name.empty() ? safeName(d.resource) : d.name);
+    child.uuid = uuid;
+    child.source = source;
+    child.inventories[d.resourceClass] = inventory(count, held, 1.0);
+    for (const auto& [rc, total] : d.inventories) child.inventories[rc] = inventory(total, 0, 1.0);
+    child.traits = d.traits;
+    child.reservedFromPods = d.resourceClass;
+    t.nested.push_back(std::move(child));
+  }
+  for (const auto& [key, value] : node.allocatable) {
+    if (key.find('/') == std::string::npos || mapped.count(key)) continue;
+    // Its entry may have left the config: a child made for it earlier is emptied and goes.
+    t.formerChildren[childUuid(node.uid, key)] = "device " + key;
+    if (!kubevirtInfraResource(key)) t.unmappedResources.push_back(key);
+  }
+  for (const auto& key : t.unmappedResources)
+    w.push_back(
+        "allocatable " + key +
+        ": no placement.devices entry maps it, so Nova cannot schedule it (add {resource: " + key +
+        ", resourceClass: CUSTOM_" + upper(safeName(key), false, '_') +
+        "} or a standard class such as SRIOV_NET_VF or PGPU)");
+}
+
 }  // namespace
+
+std::string childUuid(const std::string& rootUuid, const std::string& source) {
+  return uuid5(rootUuid + "/" + source);
+}
+
+std::string safeName(const std::string& resource) {
+  std::string out;
+  for (char c : resource)
+    out +=
+        (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_') ? c : '_';
+  return out;
+}
 
 const std::map<std::string, std::vector<std::string>>& novaCpuTraitsMapping() {
   // nova/virt/libvirt/utils.py CPU_TRAITS_MAPPING (Zed and later), entry for entry: libvirt's
@@ -282,14 +356,21 @@ DesiredProviderTree planPlacement(const PlacementConfig& config, const k8s::Node
       continue;
     }
     const std::int64_t mb = bytes / kMiB;
-    if (mb < 1) continue;
+    if (mb < 1) {
+      t.formerChildren[childUuid(node.uid, key)] = key;
+      continue;
+    }
     DesiredProvider child;
     child.name = node.name + ":" + key;
-    child.uuid = uuid5(node.uid + "/" + key);
+    child.uuid = childUuid(node.uid, key);
+    child.source = key;
     child.inventories["MEMORY_MB"] = inventory(mb, 0, 1.0);
     child.traits.insert("CUSTOM_HUGEPAGES_" + tag);
     t.nested.push_back(std::move(child));
   }
+
+  planDevices(config, node, pods, t);
+  if (config.availabilityZones.enabled) t.zone = zoneOf(node, w);
 
   for (const auto& [key, value] : node.labels) {
     if (key.starts_with(kCpuFeatureLabelPrefix)) {
@@ -345,11 +426,17 @@ nlohmann::json toDryRunJson(const DesiredProviderTree& tree) {
   out["nested"] = nlohmann::json::array();
   for (const auto& child : tree.nested)
     out["nested"].push_back({{"name", child.name},
+                             {"uuid", child.uuid},
                              {"inventories", inventoriesToJson(child.inventories)},
                              {"traits", child.traits}});
   out["traits"] = tree.root.traits;  // std::set: sorted
   // Classes whose allocation ratio nobody configured: Placement's value is kept.
   out["allocationRatiosFromPlacement"] = tree.root.ratioFromServer;
+  // The zone aggregate the host joins in Nova (and the root in Placement); null: none.
+  out["availabilityZone"] =
+      tree.zone ? nlohmann::json{{"zone", *tree.zone},
+                                 {"aggregate", std::string(kZoneAggregatePrefix) + *tree.zone}}
+                : nlohmann::json(nullptr);
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -37,6 +38,11 @@ struct DesiredProvider {
   // Classes whose allocation_ratio no one configured: the value in Placement is kept, and the
   // inventory's ratio (the initial one) applies only when the class is new (Nova's rule).
   std::set<std::string> ratioFromServer;
+  // A device pool's class, whose `reserved` follows the non-VM pods (debounced like the root's);
+  // empty for other providers.
+  std::string reservedFromPods;
+  // What the child stands for ("hugepages-1Gi", "device intel.com/sriov_physnet1"), for messages.
+  std::string source;
 };
 
 /** A non-VM pod and its effective requests (for the over-commit warning). */
@@ -47,8 +53,17 @@ struct PodLoad {
 
 struct DesiredProviderTree {
   DesiredProvider root;
-  // Hugepage providers (nested-trait model), children of the root.
+  // Hugepage providers (nested-trait model) and device pools, children of the root.
   std::vector<DesiredProvider> nested;
+  // Children the agent would have made for a page size or device the node still names (in
+  // allocatable or the config) but no longer offers: uuid -> source. Recognised by uuid, so a
+  // renamed one is still found; they are emptied down to their allocations and deleted.
+  std::map<std::string, std::string> formerChildren;
+  // The availability zone (topology.kubernetes.io/zone) the host should be in; none: no label,
+  // or availabilityZones.enabled false.
+  std::optional<std::string> zone;
+  // Extended resources of allocatable no device entry maps (logged once by the agent).
+  std::vector<std::string> unmappedResources;
   // cpu-feature trait -> the other os-traits spelling, tried when the first is unknown.
   std::map<std::string, std::string> traitAlternatives;
   // Non-VM pods holding resources, largest CPU request first.
@@ -78,6 +93,10 @@ std::vector<std::string> cpuFeatureTraits(const std::string& feature);
 bool isCustomTraitName(const std::string& name);
 /** [A-Z0-9_]+: the shape of any trait name, standard or custom. */
 bool isTraitNameShape(const std::string& name);
+/** The uuid of the child for `source` ("hugepages-1Gi", or a device's resource) of a root. */
+std::string childUuid(const std::string& rootUuid, const std::string& source);
+/** "intel.com/sriov_physnet1" -> "intel.com_sriov_physnet1": letters, digits, '.', '-', '_'. */
+std::string safeName(const std::string& resource);
 /** Name-based (v5) UUID of `name` in the OpenKeel namespace: stable ids for nested providers. */
 std::string uuid5(const std::string& name);
 

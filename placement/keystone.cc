@@ -58,7 +58,9 @@ std::optional<std::int64_t> secondsBetween(const std::string& from, const std::s
 Task<core::Result<Session>> StaticAuth::session(bool) {
   std::string url = auth_.endpointOverride;
   while (!url.empty() && url.back() == '/') url.pop_back();
-  co_return Session{url, "admin"};
+  std::string compute = auth_.computeEndpointOverride;
+  while (!compute.empty() && compute.back() == '/') compute.pop_back();
+  co_return Session{url, "admin", compute};
 }
 
 KeystoneAuth::KeystoneAuth(core::HttpClient& http, ResolvedAuth auth,
@@ -159,21 +161,28 @@ Task<core::Result<Session>> KeystoneAuth::fetch() {
   const json& t = j["token"];
   Session s;
   s.token = token->second;
-  if (!auth_.endpointOverride.empty()) {
-    s.endpoint = auth_.endpointOverride;
-  } else {
+  // The catalog's endpoint of a service type at the configured interface and region.
+  const auto fromCatalog = [&](const std::string& type) {
     for (const auto& service : list(t, "catalog")) {
-      if (!service.is_object() || text(service, "type") != "placement") continue;
+      if (!service.is_object() || text(service, "type") != type) continue;
       for (const auto& ep : list(service, "endpoints")) {
         if (!ep.is_object() || text(ep, "interface") != auth_.interface) continue;
         const std::string region =
             text(ep, "region_id").empty() ? text(ep, "region") : text(ep, "region_id");
         if (!auth_.regionName.empty() && region != auth_.regionName) continue;
-        s.endpoint = text(ep, "url");
-        if (!s.endpoint.empty()) break;
+        if (!text(ep, "url").empty()) return text(ep, "url");
       }
-      if (!s.endpoint.empty()) break;
     }
+    return std::string();
+  };
+  s.computeEndpoint = auth_.computeEndpointOverride.empty() ? fromCatalog("compute")
+                                                            : auth_.computeEndpointOverride;
+  while (!s.computeEndpoint.empty() && s.computeEndpoint.back() == '/')
+    s.computeEndpoint.pop_back();
+  if (!auth_.endpointOverride.empty()) {
+    s.endpoint = auth_.endpointOverride;
+  } else {
+    s.endpoint = fromCatalog("placement");
     if (s.endpoint.empty())
       co_return core::makeError(
           who + ": no placement endpoint with interface " + auth_.interface +

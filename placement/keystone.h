@@ -19,6 +19,8 @@ struct Session {
   std::string endpoint;
   // X-Auth-Token value.
   std::string token;
+  // Nova's compute API base URL ("https://nova/v2.1"), or empty when the catalog has none.
+  std::string computeEndpoint;
 };
 
 class Authenticator {

@@ -12,6 +12,7 @@ using nlohmann::json;
 
 core::Status OwnedTraitsStore::load() {
   owned_.clear();
+  joinedZone_.reset();
   if (path_.empty()) return {};
   std::ifstream in(path_);
   if (!in) return {};  // first start on this host
@@ -26,6 +27,9 @@ core::Status OwnedTraitsStore::load() {
     for (const auto& t : list)
       if (t.is_string()) owned_[uuid].insert(t.get<std::string>());
   }
+  if (auto z = j.find("zoneAggregate");
+      z != j.end() && z->is_object() && z->contains("name") && (*z)["name"].is_string())
+    joinedZone_ = JoinedZone{(*z)["name"].get<std::string>(), z->value("uuid", std::string())};
   return {};
 }
 
@@ -41,10 +45,22 @@ core::Status OwnedTraitsStore::set(const std::string& providerUuid, const Traits
   } else {
     owned_[providerUuid] = traits;
   }
+  return save();
+}
+
+core::Status OwnedTraitsStore::setJoinedZone(const std::optional<JoinedZone>& zone) {
+  if (joinedZone_ == zone) return {};
+  joinedZone_ = zone;
+  return save();
+}
+
+core::Status OwnedTraitsStore::save() const {
   if (path_.empty()) return {};
   json doc{{"version", 1}, {"ownedTraits", json::object()}};
   for (const auto& [uuid, set] : owned_) doc["ownedTraits"][uuid] = set;
-  // A few hundred bytes on a local disk: written synchronously, only when the set changes.
+  if (joinedZone_)
+    doc["zoneAggregate"] = {{"name", joinedZone_->name}, {"uuid", joinedZone_->uuid}};
+  // A few hundred bytes on a local disk: written synchronously, only when something changes.
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path_).parent_path(), ec);
   const std::string tmp = path_ + ".tmp";

@@ -4,10 +4,12 @@
 // operator's or Nova's trait. Placement has no per-trait owner field to hold this instead.
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "core/result.h"
 #include "placement/types.h"
+#include "placement/zones.h"
 
 namespace okna::placement {
 
@@ -21,11 +23,17 @@ class OwnedTraitsStore {
   Traits owned(const std::string& providerUuid) const;
   /** Records and, when it changed, rewrites the file atomically (temp file + rename). */
   core::Status set(const std::string& providerUuid, const Traits& traits);
+  /** The zone aggregate the agent joined for its host (issue #29): only it is ever left. */
+  const std::optional<JoinedZone>& joinedZone() const { return joinedZone_; }
+  core::Status setJoinedZone(const std::optional<JoinedZone>& zone);
   const std::string& path() const { return path_; }
 
  private:
   std::string path_;
+  core::Status save() const;
+
   std::map<std::string, Traits> owned_;
+  std::optional<JoinedZone> joinedZone_;
 };
 
 }  // namespace okna::placement

@@ -64,6 +64,30 @@ PodRequests podRequests(const k8s::PodInfo& pod, std::vector<std::string>* warni
   return max(apps, initPeak) + requestsOf(pod.overhead, where + " overhead", warnings);
 }
 
+std::int64_t podResourceRequest(const k8s::PodInfo& pod, const std::string& resource,
+                                std::vector<std::string>* warnings) {
+  const std::string where = "pod " + pod.namespace_ + "/" + pod.name;
+  const auto of = [&](const k8s::StringMap& m, const std::string& what) {
+    return quantity(m, resource, 1, what, warnings);
+  };
+  std::int64_t apps = 0;
+  for (const auto& c : pod.containers)
+    apps = k8s::saturatingAdd(apps, of(c.requests, where + " container " + c.name));
+  std::int64_t sidecars = 0;
+  std::int64_t initPeak = 0;
+  for (const auto& c : pod.initContainers) {
+    const std::int64_t r = of(c.requests, where + " init container " + c.name);
+    if (c.restartPolicy == "Always") {
+      apps = k8s::saturatingAdd(apps, r);
+      sidecars = k8s::saturatingAdd(sidecars, r);
+      initPeak = std::max(initPeak, sidecars);
+    } else {
+      initPeak = std::max(initPeak, k8s::saturatingAdd(r, sidecars));
+    }
+  }
+  return k8s::saturatingAdd(std::max(apps, initPeak), of(pod.overhead, where + " overhead"));
+}
+
 bool podHoldsResources(const k8s::PodInfo& pod) {
   return pod.phase != "Succeeded" && pod.phase != "Failed";
 }

@@ -24,6 +24,13 @@ struct PodRequests {
  */
 PodRequests podRequests(const k8s::PodInfo& pod, std::vector<std::string>* warnings = nullptr);
 
+/**
+ * The same rule for one extended resource (a device plugin's "intel.com/sriov_physnet1"), in
+ * whole units rounded up: what the kubelet's device manager hands the pod.
+ */
+std::int64_t podResourceRequest(const k8s::PodInfo& pod, const std::string& resource,
+                                std::vector<std::string>* warnings = nullptr);
+
 /** Holds node resources: bound and not Succeeded/Failed (Pending and terminating count). */
 bool podHoldsResources(const k8s::PodInfo& pod);
 

@@ -45,14 +45,24 @@ std::string topPods(const DesiredProviderTree& t, const std::string& rc) {
   return out.empty() ? "(none)" : out;
 }
 
-// Everything but the reservations of the root's VCPU and MEMORY_MB: what is sent at once.
+// A device pool's inventories without the reservation that follows the pods.
+Inventories withoutPodReservation(const DesiredProvider& p) {
+  Inventories out = p.inventories;
+  if (auto it = out.find(p.reservedFromPods); it != out.end()) it->second.reserved = 0;
+  return out;
+}
+
+// Everything but the pod-driven reservations (the root's VCPU and MEMORY_MB, the device pools'
+// classes): what is sent at once.
 bool sameShape(const DesiredProviderTree& a, const DesiredProviderTree& b) {
-  if (a.root.uuid != b.root.uuid || a.root.name != b.root.name || a.root.traits != b.root.traits)
+  if (a.root.uuid != b.root.uuid || a.root.name != b.root.name || a.root.traits != b.root.traits ||
+      a.zone != b.zone)
     return false;
-  if (a.nested.size() != b.nested.size()) return false;
+  if (a.nested.size() != b.nested.size() || a.formerChildren != b.formerChildren) return false;
   for (size_t i = 0; i < a.nested.size(); ++i)
-    if (a.nested[i].uuid != b.nested[i].uuid || a.nested[i].traits != b.nested[i].traits ||
-        !sameInventories(a.nested[i].inventories, b.nested[i].inventories))
+    if (a.nested[i].uuid != b.nested[i].uuid || a.nested[i].name != b.nested[i].name ||
+        a.nested[i].traits != b.nested[i].traits ||
+        !sameInventories(withoutPodReservation(a.nested[i]), withoutPodReservation(b.nested[i])))
       return false;
   Inventories x = a.root.inventories;
   Inventories y = b.root.inventories;
@@ -99,18 +109,23 @@ Reconciler::Reconciler(asio::io_context& io, core::HttpClient& http, PlacementCo
               resolved->auth.type, resolved->interface,
               resolved->regionName.empty() ? "" : ", region " + resolved->regionName,
               resolved->endpointOverride.empty() ? "" : ", endpoint " + resolved->endpointOverride);
+  resolved->computeEndpointOverride = config_.availabilityZones.computeEndpointOverride;
   auth_ = makeAuthenticator(http, std::move(*resolved), config_.requestTimeout);
   ownedApi_ = std::make_unique<ApiImpl>(http, *auth_, config_.requestTimeout);
   api_ = ownedApi_.get();
   syncer_ = std::make_unique<Syncer>(*api_, owned_, config_.conflictRetries);
+  ownedNova_ = std::make_unique<NovaApiImpl>(http, *auth_, config_.requestTimeout);
+  zones_ = std::make_unique<ZoneSyncer>(*ownedNova_, *api_, owned_, config_.conflictRetries);
 }
 
 Reconciler::Reconciler(asio::io_context& io, Api& api, PlacementConfig config,
                        core::MetricsRegistry& metrics, core::HealthRegistry& health,
-                       core::Clock* clock)
+                       core::Clock* clock, NovaApi* nova)
     : Reconciler(io, std::move(config), metrics, health, clock) {
   api_ = &api;
   syncer_ = std::make_unique<Syncer>(*api_, owned_, config_.conflictRetries);
+  if (nova != nullptr)
+    zones_ = std::make_unique<ZoneSyncer>(*nova, *api_, owned_, config_.conflictRetries);
 }
 
 const SyncCounters& Reconciler::counters() const {
@@ -227,8 +242,12 @@ void Reconciler::update(const DesiredProviderTree& desired) {
   setNode(desired.root.name, desired.root.uuid);
   DesiredProviderTree next = desired;
   const bool first = !desired_;
-  const bool reservedMoved =
+  bool reservedMoved =
       !first && !sameInventories(next.root.inventories, desired_->root.inventories);
+  if (!first && next.nested.size() == desired_->nested.size())
+    for (size_t i = 0; i < next.nested.size(); ++i)
+      reservedMoved = reservedMoved ||
+                      !sameInventories(next.nested[i].inventories, desired_->nested[i].inventories);
   const bool shapeChanged = first || !sameShape(next, lastPushed_ ? *lastPushed_ : *desired_);
   desired_ = std::move(next);
   if (mode_ != Mode::Manage) return;
@@ -278,6 +297,7 @@ void Reconciler::forgetProviders(bool catalog) {
     syncer_->invalidate();
   else
     syncer_->forgetProviders();
+  if (zones_) zones_->forget();
 }
 
 void Reconciler::event(const std::string& reason, const std::string& message) {
@@ -286,7 +306,7 @@ void Reconciler::event(const std::string& reason, const std::string& message) {
 }
 
 void Reconciler::scheduleDeletionRetry() {
-  if (syncer_->refusedDeletions().empty()) {
+  if (syncer_->notices().empty() && zoneError_.empty()) {
     deletionBackoff_.reset();
     return;
   }
@@ -331,6 +351,19 @@ Task<void> Reconciler::run(std::shared_ptr<bool> alive) {
       if (mode == Mode::Manage) {
         sending = applyStep(*desired_);
         status = co_await syncer_->sync(sending);
+        // The zone after the provider (its Placement aggregates need the root), on its own: Nova
+        // down or refusing never holds back inventories and traits.
+        if (status && zones_ && config_.availabilityZones.enabled && *alive) {
+          auto z = co_await zones_->sync(sending.zone, name, uid);
+          if (!*alive) co_return;
+          if (!z && z.error().message != zoneError_)
+            log()->warn("availability zone not applied (retried with backoff): {}",
+                        z.error().message);
+          if (z && !zoneError_.empty())
+            log()->info("availability zone applied again after: {}", zoneError_);
+          zoneError_ = z ? "" : z.error().message;
+          if (!z) zones_->forget();
+        }
       } else {
         status = co_await syncer_->close(name, uid);
       }
@@ -439,11 +472,15 @@ void Reconciler::afterPass(Mode mode, const core::Status& status, const DesiredP
   if (!stillManaging) return;
   readyInThisRole_ = true;
   std::string detail = "provider " + sent.root.name + " up to date";
-  for (const auto& [name, why] : syncer_->refusedDeletions()) {
-    detail += "; cannot delete " + name + " (retried): " + why;
-    event("PlacementProviderInUse",
-          "cannot delete resource provider " + name +
-              " (the node no longer has that page size; retried): " + why);
+  // What Placement refused and the agent works around: shown in /readyz?verbose (the check
+  // stays ready), sent once each as a Node Event, retried on its own backoff.
+  for (const auto& [reason, message] : syncer_->notices()) {
+    detail += "; " + message;
+    event(reason, message);
+  }
+  if (!zoneError_.empty()) {
+    detail += "; availability zone not applied (retried): " + zoneError_;
+    event("AvailabilityZoneNotApplied", zoneError_);
   }
   health_.setReady("placement", true, detail);
   scheduleDeletionRetry();

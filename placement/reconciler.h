@@ -26,7 +26,9 @@
 #include "core/metrics.h"
 #include "placement/config.h"
 #include "placement/desired.h"
+#include "placement/nova_client.h"
 #include "placement/sync.h"
+#include "placement/zone_sync.h"
 
 namespace okna::placement {
 
@@ -42,7 +44,7 @@ class Reconciler {
   /** Tests: an Api of the caller's (a fake Placement). */
   Reconciler(boost::asio::io_context& io, Api& api, PlacementConfig config,
              core::MetricsRegistry& metrics, core::HealthRegistry& health,
-             core::Clock* clock = nullptr);
+             core::Clock* clock = nullptr, NovaApi* nova = nullptr);
   ~Reconciler();
   Reconciler(const Reconciler&) = delete;
   Reconciler& operator=(const Reconciler&) = delete;
@@ -83,6 +85,8 @@ class Reconciler {
   unsigned successfulPasses() const { return okPasses_; }
   unsigned failedPasses() const { return failedPasses_; }
   const SyncCounters& counters() const;
+  /** The availability-zone applier (null without a Nova API). */
+  const ZoneSyncer* zones() const { return zones_.get(); }
   /** True while a pass is pending or running. */
   bool busy() const { return pending_ || running_; }
   /** What this applier does about the plan, for /debug/plan: {"mode", "pending", "dueInMs",
@@ -126,6 +130,10 @@ class Reconciler {
   OwnedTraitsStore owned_;
   // Made once the Api is known (absent when the credentials could not be resolved).
   std::unique_ptr<Syncer> syncer_;
+  std::unique_ptr<NovaApi> ownedNova_;
+  std::unique_ptr<ZoneSyncer> zones_;
+  // The last availability-zone pass's error ("" when it succeeded): reported, retried.
+  std::string zoneError_;
   // Set when credentials could not be resolved: never active.
   std::optional<core::Error> configError_;
 

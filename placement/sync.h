@@ -8,6 +8,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "placement/client.h"
 #include "placement/desired.h"
@@ -60,6 +62,13 @@ class Syncer {
   std::int64_t rootGeneration() const;
   /** Children that should go but could not be deleted: name -> Placement's answer. */
   const std::map<std::string, std::string>& refusedDeletions() const { return refused_; }
+  /**
+   * What Placement refused and the agent works around until an operator or time fixes it, one
+   * {Event reason, message} each: children it cannot delete (in use), cannot create (name
+   * taken) or cannot rename back, classes kept closed on a provider while allocations use them.
+   * Retried on their own backoff; none of them holds back the rest of a pass.
+   */
+  std::vector<std::pair<std::string, std::string>> notices() const;
   /** Set while a provider with the node's name but another uuid blocks the registration. */
   const std::optional<std::string>& staleProvider() const { return staleProvider_; }
 
@@ -96,6 +105,15 @@ class Syncer {
   Task<core::Result<Traits>> resolveTraits(const Traits& desired,
                                            const std::map<std::string, std::string>& alt);
   Task<void> deleteObsolete();
+  /** An obsolete child Placement refuses to delete: its inventories lowered to what is used. */
+  Task<std::string> shrinkToAllocations(const Provider& child);
+  /** Classes kept closed on `state` (in use): their totals follow the usages, freed ones go. */
+  Task<core::Status> refreshRetained(const ProviderState& state);
+  /** After 409 inventory.inuse: the removed classes still in use are kept, closed. */
+  Task<core::Status> retainInUse(const ProviderState& state, const Inventories& want);
+  Task<core::Status> createChild(const DesiredProvider& child, const std::string& rootUuid);
+  Task<std::string> staleProviderMessage(const std::string& name, const std::string& rootUuid,
+                                         const Provider& holder);
   Task<core::Status> checkUsages(const ProviderState& root);
 
   Api& api_;
@@ -112,6 +130,13 @@ class Syncer {
   // Our children whose page size is gone, to delete.
   std::vector<Provider> obsolete_;
   std::map<std::string, std::string> refused_;
+  // Wanted children Placement would not create (child name -> why) or rename back (uuid -> why).
+  std::map<std::string, std::string> creationRefused_;
+  std::map<std::string, std::string> renameRefused_;
+  // Classes the plan removed but allocations still use, kept closed: provider uuid -> class ->
+  // the inventory sent (total = reserved = what is used); with the provider's name for messages.
+  std::map<std::string, Inventories> retained_;
+  std::map<std::string, std::string> retainedNames_;
   std::optional<std::string> staleProvider_;
   std::set<std::string> unknownTraitsReported_;
   SyncCounters counters_;

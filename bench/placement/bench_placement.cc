@@ -1,7 +1,12 @@
 // Counts the HTTP requests the Placement reconciler sends, against a REAL Placement (the
 // tests/fixtures/openstack noauth2 fixture, started here in a temp dir): per pod change, per burst,
 // at steady state, after a conflict and after a restart. Not a test: it prints a table.
-//   bench_placement [--debounce-ms N] [--changes N] [--steady-seconds N]
+//   bench_placement [--debounce-ms N] [--changes N] [--steady-seconds N] [--devices 1]
+// --devices 1: the node also has two device pools (placement.devices: 8 SR-IOV VFs with two
+// fixed bandwidth inventories, 2 GPUs) and a DPDK pod holding a VF (issue #29).
+// --zone 1: the node also has a topology.kubernetes.io/zone label, and Nova's own compute API
+// (tests/fixtures/nova/start-nova-api.sh) is started: the agent joins az-<zone> in Nova and
+// mirrors it in Placement; its requests to Nova are counted too.
 
 #include <boost/asio/io_context.hpp>
 #include <cstdio>
@@ -52,7 +57,11 @@ int main(int argc, char** argv) {
   int debounceMs = 200;
   int changes = 20;
   int steadySeconds = 10;
+  bool devices = false;
+  bool zone = false;
   for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--devices")) devices = std::atoi(argv[i + 1]) != 0;
+    if (!std::strcmp(argv[i], "--zone")) zone = std::atoi(argv[i + 1]) != 0;
     if (!std::strcmp(argv[i], "--debounce-ms")) debounceMs = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--changes")) changes = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--steady-seconds")) steadySeconds = std::atoi(argv[i + 1]);
@@ -92,6 +101,29 @@ int main(int argc, char** argv) {
     pods.push_back(testing::makePod(name, "infra-" + std::to_string(i), "100m", "128Mi"));
   for (int i = 0; i < 5; ++i)
     pods.push_back(testing::makePod(name, "vm-" + std::to_string(i), "2", "4Gi", true));
+  if (zone) {
+    if (!testing::runScript(std::string(::okna::testing::kSourceDir) +
+                                "/tests/fixtures/nova/start-nova-api.sh " + dir + "/nova " + url +
+                                " " + name + "=" + uid,
+                            dir + "/nova.out")) {
+      std::cerr << testing::readFile(dir + "/nova.out") << "\n";
+      return 1;
+    }
+    config.availabilityZones.computeEndpointOverride = testing::readFile(dir + "/nova/url");
+    node.labels["topology.kubernetes.io/zone"] = "zone-a";
+  }
+  if (devices) {
+    config.devices = {
+        {"intel.com/sriov_physnet1",
+         "SRIOV_NET_VF",
+         "",
+         {"CUSTOM_PHYSNET_PHYSNET1", "HW_NIC_SRIOV"},
+         {{"NET_BW_EGR_KILOBIT_PER_SEC", 10000000}, {"NET_BW_IGR_KILOBIT_PER_SEC", 10000000}}},
+        {"nvidia.com/GA102GL_A10", "PGPU", "gpu0", {}, {}}};
+    node.allocatable["intel.com/sriov_physnet1"] = "8";
+    node.allocatable["nvidia.com/GA102GL_A10"] = "2";
+    pods[0].containers[0].requests["intel.com/sriov_physnet1"] = "1";
+  }
 
   std::vector<Row> rows;
   auto agent = std::make_unique<placement::Reconciler>(io, counting, config, metrics, health);
@@ -103,8 +135,9 @@ int main(int argc, char** argv) {
   size_t mark = counting.size();
   okna::testing::planAndUpdate(*agent, node, pods);
   waitPass(1);
-  rows.push_back({"first registration (root + 2 hugepage children, traits)", 1,
-                  counting.size() - mark, summary(counting, mark)});
+  rows.push_back({devices ? "first registration (root + 2 hugepage + 2 device children, traits)"
+                          : "first registration (root + 2 hugepage children, traits)",
+                  1, counting.size() - mark, summary(counting, mark)});
 
   mark = counting.size();
   const auto steadyEnd = std::chrono::steady_clock::now() + std::chrono::seconds(steadySeconds);
@@ -203,6 +236,7 @@ int main(int argc, char** argv) {
     std::printf("| %s | %zu | %zu | %.2f | %s |\n", r.scenario.c_str(), r.events, r.requests,
                 r.events ? static_cast<double>(r.requests) / static_cast<double>(r.events) : 0.0,
                 r.detail.c_str());
+  if (zone) testing::runScript(testing::kFixtures + "/stop.sh " + dir + "/nova", dir + "/stop.out");
   testing::runScript(testing::kFixtures + "/stop.sh " + dir + "/p", dir + "/stop.out");
   std::filesystem::remove_all(dir);
   return 0;

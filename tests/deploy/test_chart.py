@@ -99,7 +99,10 @@ class TestLint(ChartCase):
     def test_schema_refuses_unknown_keys_and_inlined_secrets(self):
         for bad in ("placment.roles={compute}", "metadata.sharedSecret.value=s3cr3t",
                     "openstackPlacement.extra.auth.password=x", "global.nodeRoles.roles.gateway.label=bad key!",
-                    "placement.role=compute-node", "logging.level=verbose"):
+                    "placement.role=compute-node", "logging.level=verbose",
+                    "openstackPlacement.devices[0].resource=gpu",
+                    "openstackPlacement.devices[0].resourceClass=sriov_net_vf",
+                    "openstackPlacement.extra.devices=x"):
             p = render_text(sets=[bad], check=False)
             self.assertNotEqual(p.returncode, 0, bad)
             self.assertIn("schema", p.stderr, bad)
@@ -637,8 +640,8 @@ class TestAgentAcceptsTheRenderedConfig(ChartCase):
     """The agent's own strict parser reads the chart's config and derives the roles the chart placed
     the pods with, including the metadata section the chart writes."""
 
-    def dry_run(self, sets, node, key="agent.yaml"):
-        cfg = yaml.safe_load(render(sets=sets)["ConfigMap"]["data"][key])
+    def dry_run(self, sets, node, key="agent.yaml", values=()):
+        cfg = yaml.safe_load(render(values=values, sets=sets)["ConfigMap"]["data"][key])
         with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
             yaml.safe_dump(cfg, f)
             f.flush()
@@ -662,6 +665,36 @@ class TestAgentAcceptsTheRenderedConfig(ChartCase):
         # health.adminListen and maxConnections as the chart writes them pass the agent's parser.
         for sets in (["metrics.exposeOnNode=true"], ["metrics.enabled=false"], ["health.maxConnections=8"]):
             self.assertEqual(self.dry_run(sets, "ok-net-2.node.json")["roles"], [], sets)
+
+    def test_device_pools(self):
+        # openstackPlacement.devices (issue #29) as the chart writes it: the agent's parser takes
+        # it, and a node whose device plugin offers the resource gets the child in the plan.
+        devices = [{"resource": "intel.com/sriov_physnet1", "resourceClass": "SRIOV_NET_VF",
+                    "traits": ["CUSTOM_PHYSNET_PHYSNET1", "HW_NIC_SRIOV"],
+                    "inventories": {"NET_BW_EGR_KILOBIT_PER_SEC": 10000000}}]
+        with open(os.path.join(ROOT, "tests", "data", "lab-1.node.yaml")) as f:
+            node = yaml.safe_load(f)
+        node["status"]["allocatable"]["intel.com/sriov_physnet1"] = "8"
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml") as values, \
+                tempfile.NamedTemporaryFile("w", suffix=".yaml") as nodefile:
+            yaml.safe_dump({"openstackPlacement": {"devices": devices}}, values)
+            yaml.safe_dump(node, nodefile)
+            values.flush()
+            nodefile.flush()
+            cfg = yaml.safe_load(render(values=[values.name])["ConfigMap"]["data"]["agent.yaml"])
+            self.assertEqual(cfg["placement"]["devices"], devices)
+            plan = self.dry_run([], nodefile.name, values=[values.name])
+        self.assertNotIn("devices", yaml.safe_load(render()["ConfigMap"]["data"]["agent.yaml"])["placement"])
+        vf = [c for c in plan["placement"]["nested"] if c["name"] == "lab-1:intel.com_sriov_physnet1"]
+        self.assertEqual(len(vf), 1, plan["placement"]["nested"])
+        self.assertEqual(vf[0]["inventories"]["SRIOV_NET_VF"]["total"], 8)
+        self.assertEqual(vf[0]["inventories"]["NET_BW_EGR_KILOBIT_PER_SEC"]["total"], 10000000)
+        self.assertEqual(vf[0]["traits"], ["CUSTOM_PHYSNET_PHYSNET1", "HW_NIC_SRIOV"])
+        self.assertRegex(vf[0]["uuid"], "^[0-9a-f-]{36}$")
+        # availabilityZones through extra, as the chart README says: taken by the agent's parser.
+        plan = self.dry_run(["openstackPlacement.extra.availabilityZones.computeEndpointOverride="
+                             "https://nova.example/v2.1"], "lab-1.node.yaml")
+        self.assertIn("availabilityZone", plan["placement"])
 
     def test_network_only_config(self):
         # The nocompute DaemonSet's config: the same roles, Placement and metadata off.

@@ -118,14 +118,17 @@ class Operator {
     nlohmann::json body;
   };
 
+  /** `service`: "placement", or "compute" (Nova, which also reads its legacy header). */
   Reply call(const std::string& method, const std::string& path,
-             const nlohmann::json& body = nullptr, const std::string& microversion = "1.39") {
+             const nlohmann::json& body = nullptr, const std::string& microversion = "1.39",
+             const std::string& service = "placement") {
     core::HttpRequest r;
     r.method = method;
     r.url = url_ + path;
     r.headers = {{"X-Auth-Token", token_},
-                 {"OpenStack-API-Version", "placement " + microversion},
+                 {"OpenStack-API-Version", service + " " + microversion},
                  {"Accept", "application/json"}};
+    if (service == "compute") r.headers["X-OpenStack-Nova-API-Version"] = microversion;
     if (!body.is_null()) {
       r.headers["Content-Type"] = "application/json";
       r.body = body.dump();

@@ -4,92 +4,10 @@
 
 #include <gtest/gtest.h>
 
-#include "core/curl_http_client.h"
-#include "placement/reconciler.h"
-#include "tests/fakes/placement_plan.h"
-#include "tests/integration/placement/counting_http_client.h"
-#include "tests/integration/placement/harness.h"
+#include "tests/integration/placement/placement_it.h"
 
 namespace okna::placement {
 namespace {
-
-using namespace std::chrono_literals;
-using nlohmann::json;
-using testing::makeNode;
-using testing::makePod;
-
-class PlacementIT : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    if (!testing::placementInstalled()) return;
-    dir_ = new std::string(testing::makeTempDir("okna-placement-it-"));
-    if (!testing::runScript(testing::kFixtures + "/start-placement.sh " + *dir_ + "/p",
-                            *dir_ + "/p.out"))
-      std::cerr << "start-placement.sh failed:\n" << testing::readFile(*dir_ + "/p.out") << "\n";
-    url_ = new std::string(testing::readFile(*dir_ + "/p/url"));
-  }
-  static void TearDownTestSuite() {
-    if (dir_ == nullptr) return;
-    testing::runScript(testing::kFixtures + "/stop.sh " + *dir_ + "/p", *dir_ + "/stop.out");
-    std::filesystem::remove_all(*dir_);
-    delete dir_;
-    delete url_;
-    dir_ = url_ = nullptr;
-  }
-
-  void SetUp() override {
-    if (!testing::placementInstalled())
-      GTEST_SKIP()
-          << "Debian's placement-api (and uwsgi) is not installed: apt-get install placement-api "
-             "uwsgi-core uwsgi-plugin-python3 (packaging/install-deps.sh)";
-    ASSERT_FALSE(url_->empty()) << "the Placement fixture did not start";
-    name_ = "it-" + testing::randomUuid().substr(0, 8);
-    uid_ = testing::randomUuid();
-    node_ = makeNode(name_, uid_);
-    config_.auth.type = "none";
-    config_.endpointOverride = *url_;
-    config_.debounce = 200ms;
-    config_.resyncInterval = 0s;
-    config_.capabilityTraits = {};
-    config_.backoff.initial = 50ms;
-    config_.backoff.max = 500ms;
-    config_.stateFile = *dir_ + "/" + name_ + ".state.json";
-  }
-
-  std::unique_ptr<Reconciler> agent(const std::string& url = "") {
-    PlacementConfig c = config_;
-    if (!url.empty()) c.endpointOverride = url;
-    auto r = std::make_unique<Reconciler>(io_, counting_, c, metrics_, health_);
-    r->setActive(true);
-    return r;
-  }
-  json get(const std::string& path) { return op_.call("GET", path).body; }
-  json inventories(const std::string& uuid) {
-    return get("/resource_providers/" + uuid + "/inventories")["inventories"];
-  }
-  std::set<std::string> traits(const std::string& uuid) {
-    return get("/resource_providers/" + uuid + "/traits")["traits"].get<std::set<std::string>>();
-  }
-  bool pushed(Reconciler& r, unsigned passes) {
-    return testing::runUntil(io_, [&] { return r.successfulPasses() >= passes && !r.busy(); });
-  }
-
-  static std::string* dir_;
-  static std::string* url_;
-  boost::asio::io_context io_;
-  core::CurlHttpClient http_{io_};
-  testing::CountingHttpClient counting_{http_};
-  testing::Operator op_{io_, http_, url_ != nullptr ? *url_ : std::string()};
-  core::MetricsRegistry metrics_;
-  core::HealthRegistry health_;
-  PlacementConfig config_;
-  std::string name_;
-  std::string uid_;
-  k8s::NodeInfo node_;
-};
-
-std::string* PlacementIT::dir_ = nullptr;
-std::string* PlacementIT::url_ = nullptr;
 
 TEST_F(PlacementIT, ProviderInventoriesAndNestedHugepages) {
   auto r = agent();

@@ -104,6 +104,24 @@ TEST(HealthServerTest, ReadyzFollowsComponents) {
   EXPECT_NE(server.handle("/readyz?verbose").body.find("[+]pod-informer ok"), std::string::npos);
 }
 
+// What a ready component works around (placement/README.md: a child Placement refuses to
+// delete) shows in /readyz?verbose without failing readiness.
+TEST(HealthServerTest, VerboseShowsTheDetailOfPassingChecks) {
+  boost::asio::io_context io;
+  core::HealthRegistry health;
+  core::MetricsRegistry metrics;
+  HealthServer server(io, health, metrics, nullptr, probes());
+  health.addComponent("placement");
+  health.setReady("placement", true, "provider n1 up to date; cannot delete n1:hugepages-1Gi");
+  auto r = server.handle("/readyz?verbose");
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_NE(
+      r.body.find("[+]placement ok: provider n1 up to date; cannot delete n1:hugepages-1Gi\n"),
+      std::string::npos)
+      << r.body;
+  EXPECT_EQ(server.handle("/readyz").body, "ok");
+}
+
 TEST(HealthServerTest, HealthzFailsWhenAHeartbeatStops) {
   boost::asio::io_context io;
   core::HealthRegistry health;

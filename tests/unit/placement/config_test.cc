@@ -83,6 +83,9 @@ TEST(PlacementConfigTest, ErrorsNameTheField) {
       {"auth: {type: none}", "endpointOverride"},
       {"debounce: 3", "debounce: unknown key"},
       {"auth: {password: secret}", "auth.password: unknown key"},
+      {"availabilityZones: {computeEndpointOverride: nova:8774}",
+       "availabilityZones.computeEndpointOverride: \"nova:8774\" is not an http(s) URL"},
+      {"availabilityZones: {label: x}", "availabilityZones.label: unknown key"},
   };
   for (const auto& [text, want] : cases) {
     auto c = parse(text);

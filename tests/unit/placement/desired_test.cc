@@ -342,11 +342,12 @@ TEST(DesiredTest, DryRunJsonShape) {
     "inventories": {
       "MEMORY_MB": {"total": 8192, "reserved": 300, "min_unit": 1, "max_unit": 8192, "step_size": 1, "allocation_ratio": 1.0},
       "VCPU": {"total": 4, "reserved": 1, "min_unit": 1, "max_unit": 4, "step_size": 1, "allocation_ratio": 4.0}},
-    "nested": [{"name": "cmp-1:hugepages-2Mi",
+    "nested": [{"name": "cmp-1:hugepages-2Mi", "uuid": "ba92e35c-8b87-5381-8cac-12a37f5f1fd5",
                 "inventories": {"MEMORY_MB": {"total": 512, "reserved": 0, "min_unit": 1, "max_unit": 512, "step_size": 1, "allocation_ratio": 1.0}},
                 "traits": ["CUSTOM_HUGEPAGES_2M"]}],
     "traits": ["COMPUTE_NODE", "CUSTOM_A", "CUSTOM_B"],
-    "allocationRatiosFromPlacement": ["MEMORY_MB", "VCPU"]})");
+    "allocationRatiosFromPlacement": ["MEMORY_MB", "VCPU"],
+    "availabilityZone": null})");
   EXPECT_EQ(got, want) << got.dump(2);
 }
 

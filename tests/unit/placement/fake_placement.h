@@ -21,6 +21,7 @@ class FakePlacement final : public placement::Api {
     placement::Inventories inventories;
     placement::Traits traits;
     placement::Usages usages;
+    std::set<std::string> aggregates;
   };
 
   std::map<std::string, Entry> providers;
@@ -54,8 +55,9 @@ class FakePlacement final : public placement::Api {
       auto it = calls.find(k);
       return it == calls.end() ? 0 : it->second;
     };
-    return get("createProvider") + get("deleteProvider") + get("putInventories") +
-           get("putProviderTraits") + get("createTrait") + get("createResourceClass");
+    return get("createProvider") + get("deleteProvider") + get("renameProvider") +
+           get("putInventories") + get("putProviderTraits") + get("createTrait") +
+           get("createResourceClass");
   }
   /** What an allocation does: bumps the generation. */
   void allocate(const std::string& uuid, const std::string& rc, std::int64_t used) {
@@ -102,6 +104,18 @@ class FakePlacement final : public placement::Api {
     providers.erase(uuid);
     co_return core::Status{};
   }
+  placement::Task<core::Result<placement::Provider>> renameProvider(
+      const std::string& uuid, const std::string& name, const std::string& parent) override {
+    if (auto e = fail("renameProvider")) co_return *e;
+    if (!providers.count(uuid)) co_return core::makeError("404", 404);
+    for (const auto& [u, e] : providers)
+      if (u != uuid && e.provider.name == name)
+        co_return core::makeError("HTTP 409 [placement.duplicate_name] name taken", 409);
+    auto& p = providers[uuid].provider;
+    p.name = name;
+    p.parentUuid = parent;
+    co_return p;
+  }
   placement::Task<core::Result<placement::InventoriesView>> inventories(
       const std::string& uuid) override {
     if (auto e = fail("inventories")) co_return *e;
@@ -118,6 +132,11 @@ class FakePlacement final : public placement::Api {
     for (const auto& [rc, i] : inv)
       if (i.total < 1 || i.reserved > i.total)
         co_return core::makeError("400 bad inventory " + rc, 400);
+    // Placement 8: a class with allocations cannot leave the inventory.
+    for (const auto& [rc, used] : e.usages)
+      if (used > 0 && e.inventories.count(rc) && !inv.count(rc))
+        co_return core::makeError(
+            "HTTP 409 [placement.inventory.inuse] update conflict: inventory in use " + rc, 409);
     e.inventories = inv;
     co_return ++e.provider.generation;
   }
@@ -150,6 +169,22 @@ class FakePlacement final : public placement::Api {
   placement::Task<core::Status> createResourceClass(const std::string&) override {
     if (auto e = fail("createResourceClass")) co_return *e;
     co_return core::Status{};
+  }
+  placement::Task<core::Result<placement::AggregatesView>> providerAggregates(
+      const std::string& uuid) override {
+    if (auto e = fail("providerAggregates")) co_return *e;
+    if (!providers.count(uuid)) co_return core::makeError("404", 404);
+    co_return placement::AggregatesView{providers[uuid].provider.generation,
+                                        providers[uuid].aggregates};
+  }
+  placement::Task<core::Result<std::int64_t>> putProviderAggregates(
+      const std::string& uuid, std::int64_t gen, const std::set<std::string>& aggs) override {
+    if (auto e = fail("putProviderAggregates")) co_return *e;
+    if (!providers.count(uuid)) co_return core::makeError("404", 404);
+    auto& e = providers[uuid];
+    if (auto c = conflict(e, gen)) co_return *c;
+    e.aggregates = aggs;
+    co_return ++e.provider.generation;
   }
   placement::Task<core::Result<placement::Usages>> usages(const std::string& uuid) override {
     if (auto e = fail("usages")) co_return *e;

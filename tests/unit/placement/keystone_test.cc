@@ -155,6 +155,44 @@ TEST_F(KeystoneTest, NullsInTheCatalogAreAbsentValues) {
   EXPECT_EQ((*got)->endpoint, "http://placement-noregion");
 }
 
+// Availability zones (issue #29): Nova's compute endpoint from the same catalog, same interface
+// and region as Placement; absent is not an error for Placement (only for the zone applier).
+TEST_F(KeystoneTest, ComputeEndpointFromTheSameCatalog) {
+  ResolvedAuth a = passwordAuth();
+  KeystoneAuth auth(http_, a, std::chrono::seconds(5));
+  std::optional<core::Result<Session>> got;
+  boost::asio::co_spawn(
+      io_, [&]() -> Task<void> { got = co_await auth.session(false); }, boost::asio::detached);
+  io_.poll();
+  auto p = http_.next();
+  ASSERT_NE(p, nullptr);
+  p->response.headers["x-subject-token"] = "t";
+  json body = json::parse(kTokenBody);
+  body["token"]["catalog"].push_back(
+      {{"type", "compute"},
+       {"endpoints",
+        {{{"interface", "public"}, {"region_id", "RegionOne"}, {"url", "http://nova-public/v2.1"}},
+         {{"interface", a.interface},
+          {"region_id", a.regionName},
+          {"url", "http://nova/v2.1/"}}}}});
+  p->reply(201, body.dump());
+  ASSERT_TRUE(got && got->ok()) << got->error().message;
+  EXPECT_EQ((*got)->computeEndpoint, "http://nova/v2.1");
+  EXPECT_EQ((*got)->endpoint, "http://placement-internal");
+
+  KeystoneAuth without(http_, a, std::chrono::seconds(5));
+  got.reset();
+  boost::asio::co_spawn(
+      io_, [&]() -> Task<void> { got = co_await without.session(false); }, boost::asio::detached);
+  io_.poll();
+  p = http_.next();
+  ASSERT_NE(p, nullptr);
+  p->response.headers["x-subject-token"] = "t";
+  p->reply(201, kTokenBody);
+  ASSERT_TRUE(got && got->ok());
+  EXPECT_EQ((*got)->computeEndpoint, "");
+}
+
 TEST(KeystoneTimeTest, SecondsBetween) {
   EXPECT_EQ(secondsBetween("2026-11-02T10:00:00.000000Z", "2026-11-02T11:00:00.000000Z"), 3600);
   EXPECT_EQ(secondsBetween("2026-12-31T23:59:00Z", "2027-01-01T00:01:00Z"), 120);

@@ -12,6 +12,7 @@
 #include "tests/fakes/fake_http_client.h"
 #include "tests/fakes/manual_clock.h"
 #include "tests/fakes/placement_plan.h"
+#include "tests/unit/placement/fake_nova.h"
 #include "tests/unit/placement/fake_placement.h"
 
 namespace okna::placement {
@@ -548,6 +549,142 @@ TEST_F(ReconcilerTest, RatioSetInPlacementIsKeptUnlessConfigured) {
   okna::testing::planAndUpdate(*r, node_, {pod("a", "3", "1Gi")});
   ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
   EXPECT_DOUBLE_EQ(root().inventories.at("VCPU").allocationRatio, 2);
+}
+
+// A device pool's reservation follows the non-VM pods like the root's: debounced, and sent
+// for any move (a step of 1); its total follows allocatable at once.
+TEST_F(ReconcilerTest, DevicePoolReservationIsDebouncedItsTotalIsNot) {
+  config_.devices = {{"intel.com/sriov_physnet1", "SRIOV_NET_VF", "", {}, {}}};
+  node_.allocatable["intel.com/sriov_physnet1"] = "8";
+  auto r = make();
+  k8s::PodInfo dpdk = pod("dpdk", "1", "1Gi");
+  okna::testing::planAndUpdate(*r, node_, {dpdk});
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  const std::string vf = childUuid(kUid, "intel.com/sriov_physnet1");
+  ASSERT_TRUE(fake_.providers.count(vf));
+  EXPECT_EQ(fake_.providers.at(vf).inventories.at("SRIOV_NET_VF"), (Inventory{8, 0, 1, 8, 1, 1.0}));
+  const int puts = fake_.calls["putInventories"];
+  dpdk.containers[0].requests["intel.com/sriov_physnet1"] = "1";
+  okna::testing::planAndUpdate(*r, node_, {dpdk});
+  settle(config_.debounce - 1ms);
+  EXPECT_EQ(fake_.calls["putInventories"], puts) << "sent before the debounce window closed";
+  settle(1ms);
+  EXPECT_EQ(fake_.providers.at(vf).inventories.at("SRIOV_NET_VF").reserved, 1);
+  node_.allocatable["intel.com/sriov_physnet1"] = "6";
+  okna::testing::planAndUpdate(*r, node_, {dpdk});
+  settle(1ms);
+  EXPECT_EQ(fake_.providers.at(vf).inventories.at("SRIOV_NET_VF").total, 6) << "at once";
+  const int steady = fake_.total();
+  for (int i = 0; i < 5; ++i) okna::testing::planAndUpdate(*r, node_, {dpdk});
+  settle();
+  EXPECT_EQ(fake_.total(), steady);
+}
+
+// A pool that leaves allocatable while VMs hold some of its devices: its total goes down to what
+// is allocated (closed to new claims), it is reported, and it is deleted once they are gone.
+TEST_F(ReconcilerTest, RemovedPoolShrinksToItsAllocationsThenGoes) {
+  config_.devices = {{"nvidia.com/GA102GL_A10", "PGPU", "gpu0", {}, {}}};
+  node_.allocatable["nvidia.com/GA102GL_A10"] = "4";
+  auto r = make();
+  std::vector<std::string> events;
+  r->setEventSink([&](const std::string&, const std::string& reason, const std::string&) {
+    events.push_back(reason);
+  });
+  okna::testing::planAndUpdate(*r, node_, {});
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  const std::string gpu = childUuid(kUid, "nvidia.com/GA102GL_A10");
+  fake_.allocate(gpu, "PGPU", 1);
+  fake_.inUse.insert(gpu);
+  node_.allocatable.erase("nvidia.com/GA102GL_A10");
+  node_.unschedulable = true;
+  okna::testing::planAndUpdate(*r, node_, {});
+  ASSERT_TRUE(runUntil([&] { return root().traits.count("COMPUTE_STATUS_DISABLED") == 1; }));
+  ASSERT_TRUE(runUntil([&] { return fake_.providers.at(gpu).inventories.at("PGPU").total == 1; }));
+  EXPECT_EQ(fake_.providers.at(gpu).inventories.at("PGPU"), (Inventory{1, 1, 1, 1, 1, 1.0}));
+  ASSERT_TRUE(runUntil([&] {
+    return health_.readiness()[0].detail.find(
+               "cannot delete cmp-1:gpu0 (retried): in use (PGPU 1)") != std::string::npos;
+  })) << health_.readiness()[0].detail;
+  EXPECT_EQ(events, std::vector<std::string>{"PlacementProviderInUse"});
+  // Retried with backoff, not in a loop: a bounded number of attempts in a minute.
+  settle(2s);
+  EXPECT_LT(fake_.calls["deleteProvider"], 2000 / 5);
+  fake_.inUse.clear();
+  fake_.providers.at(gpu).usages.clear();
+  ASSERT_TRUE(runUntil([&] { return !fake_.providers.count(gpu); }));
+  EXPECT_EQ(r->failedPasses(), 0u);
+}
+
+// The cordon still reaches Placement when a class must leave the root while a VM uses it.
+TEST_F(ReconcilerTest, ClassInUseIsKeptClosedAndTraitsStillGoOut) {
+  node_.annotations["placement.openkeel.io/dedicated-cpus"] = "4";
+  auto r = make();
+  okna::testing::planAndUpdate(*r, node_, {});
+  ASSERT_TRUE(runUntil([&] { return r->successfulPasses() == 1; }));
+  fake_.allocate(kUid, "PCPU", 3);
+  node_.annotations.clear();
+  node_.unschedulable = true;
+  okna::testing::planAndUpdate(*r, node_, {});
+  ASSERT_TRUE(runUntil([&] { return root().traits.count("COMPUTE_STATUS_DISABLED") == 1; }));
+  EXPECT_EQ(root().inventories.at("PCPU"), (Inventory{3, 3, 1, 3, 1, 1.0}));
+  EXPECT_EQ(root().inventories.at("VCPU").total, 16);
+  fake_.providers.at(kUid).usages.erase("PCPU");
+  ASSERT_TRUE(runUntil([&] { return root().inventories.count("PCPU") == 0; }));
+  EXPECT_EQ(r->failedPasses(), 0u);
+}
+
+// Hundreds of agents start at once: another one creates az-<zone> between this agent's list and
+// its create. Nova's 409 means "read again and join".
+TEST_F(ReconcilerTest, ZoneAggregateCreatedByAnotherAgentMeanwhileIsJoined) {
+  testing::FakeNova nova;
+  node_.labels["topology.kubernetes.io/zone"] = "a";
+  auto r = std::make_unique<Reconciler>(io_, fake_, config_, metrics_, health_, &clock_, &nova);
+  r->setActive(true);
+  nova.during["createAggregate"] = [&] { nova.make("az-a", "a").hosts.insert("cmp-2"); };
+  okna::testing::planAndUpdate(*r, node_, {});
+  ASSERT_TRUE(
+      runUntil([&] { return nova.find("az-a") && nova.find("az-a")->hosts.count("cmp-1"); }));
+  EXPECT_EQ(nova.aggregates_.size(), 1u) << "not duplicated";
+  EXPECT_EQ(nova.calls["aggregates"], 2) << "read again after the 409";
+  ASSERT_TRUE(runUntil([&] { return root().aggregates == std::set<std::string>{"agg-1"}; }));
+  // Steady state: nothing more to Nova or Placement.
+  const int novaCalls = nova.total();
+  const int placementCalls = fake_.total();
+  for (int i = 0; i < 5; ++i) okna::testing::planAndUpdate(*r, node_, {});
+  settle();
+  EXPECT_EQ(nova.total(), novaCalls);
+  EXPECT_EQ(fake_.total(), placementCalls);
+}
+
+// No os-aggregates rights: reported (readiness detail, one Event), retried with backoff, and the
+// cordon still goes out.
+TEST_F(ReconcilerTest, ForbiddenAggregatesHoldNothingBack) {
+  testing::FakeNova nova;
+  nova.forbidden = true;
+  node_.labels["topology.kubernetes.io/zone"] = "a";
+  node_.unschedulable = true;
+  std::vector<std::string> events;
+  auto r = std::make_unique<Reconciler>(io_, fake_, config_, metrics_, health_, &clock_, &nova);
+  r->setEventSink([&](const std::string&, const std::string& reason, const std::string&) {
+    events.push_back(reason);
+  });
+  r->setActive(true);
+  okna::testing::planAndUpdate(*r, node_, {});
+  ASSERT_TRUE(runUntil([&] { return root().traits.count("COMPUTE_STATUS_DISABLED") == 1; }));
+  ASSERT_TRUE(runUntil([&] { return nova.calls["aggregates"] >= 3; })) << "retried";
+  EXPECT_TRUE(health_.ready());
+  EXPECT_NE(health_.readiness()[0].detail.find("availability zone not applied (retried): nova "
+                                               "aggregates: HTTP 403"),
+            std::string::npos)
+      << health_.readiness()[0].detail;
+  EXPECT_EQ(events, std::vector<std::string>{"AvailabilityZoneNotApplied"}) << "once";
+  nova.forbidden = false;
+  ASSERT_TRUE(
+      runUntil([&] { return nova.find("az-a") && nova.find("az-a")->hosts.count("cmp-1"); }));
+  ASSERT_TRUE(runUntil([&] {
+    return health_.readiness()[0].detail.find("availability zone") == std::string::npos;
+  }));
+  EXPECT_EQ(r->failedPasses(), 0u);
 }
 
 }  // namespace
