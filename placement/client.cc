@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "placement/desired.h"
+#include "placement/json_decode.h"
 #include "placement/keystone.h"
 
 namespace okna::placement {
@@ -35,19 +36,6 @@ core::Error httpError(const std::string& what, const core::HttpResponse& r) {
 
 core::Error badBody(const std::string& what, const std::string& why) {
   return core::makeError(what + ": unexpected response body (" + why + ")", 502);
-}
-
-// The answer of `exchange` read by `f`: nlohmann throws on type mismatches, and the exception
-// stays inside this file as a 502-coded error naming the request.
-template <typename F>
-auto decode(core::Result<json> j, const std::string& what, F&& f)
-    -> core::Result<decltype(f(json()))> {
-  if (!j) return j.error();
-  try {
-    return f(*j);
-  } catch (const json::exception& e) {
-    return badBody(what, e.what());
-  }
 }
 
 // The answer of a call whose body does not matter (DELETE, PUT of a name).
@@ -144,7 +132,7 @@ Task<core::Result<json>> ApiImpl::exchange(std::string method, std::string path,
 
 Task<core::Result<std::string>> ApiImpl::maxMicroversion() {
   auto reply = co_await exchange("GET", "/", kReadMicroversion);
-  co_return decode(std::move(reply), "GET /", [](const json& j) {
+  co_return decodeJson(std::move(reply), "GET /", [](const json& j) {
     std::string best;
     for (const auto& v : j.at("versions"))
       if (best.empty() || minorOf(v.at("max_version").get<std::string>()) > minorOf(best))
@@ -156,7 +144,7 @@ Task<core::Result<std::string>> ApiImpl::maxMicroversion() {
 Task<core::Result<std::vector<Provider>>> ApiImpl::providersInTree(const std::string& rootUuid) {
   const std::string path = "/resource_providers?in_tree=" + rootUuid;
   auto reply = co_await exchange("GET", path, kReadMicroversion);
-  co_return decode(std::move(reply), path, [](const json& j) {
+  co_return decodeJson(std::move(reply), path, [](const json& j) {
     std::vector<Provider> out;
     for (const auto& p : j.at("resource_providers")) out.push_back(providerFrom(p));
     return out;
@@ -178,7 +166,7 @@ Task<core::Result<std::optional<Provider>>> ApiImpl::providerByName(const std::s
   }
   const std::string path = "/resource_providers?name=" + q;
   auto reply = co_await exchange("GET", path, kReadMicroversion);
-  co_return decode(std::move(reply), path, [](const json& j) -> std::optional<Provider> {
+  co_return decodeJson(std::move(reply), path, [](const json& j) -> std::optional<Provider> {
     const json& list = j.at("resource_providers");
     if (list.empty()) return std::nullopt;
     return providerFrom(list.at(0));
@@ -191,8 +179,8 @@ Task<core::Result<Provider>> ApiImpl::createProvider(const std::string& name,
   json body{{"name", name}, {"uuid", uuid}};
   if (!parentUuid.empty()) body["parent_provider_uuid"] = parentUuid;
   auto reply = co_await exchange("POST", "/resource_providers", kWriteMicroversion, body.dump());
-  co_return decode(std::move(reply), "POST /resource_providers " + name,
-                   [](const json& j) { return providerFrom(j); });
+  co_return decodeJson(std::move(reply), "POST /resource_providers " + name,
+                       [](const json& j) { return providerFrom(j); });
 }
 
 Task<core::Status> ApiImpl::deleteProvider(const std::string& uuid) {
@@ -209,13 +197,14 @@ Task<core::Result<Provider>> ApiImpl::renameProvider(const std::string& uuid,
   if (!parentUuid.empty()) body["parent_provider_uuid"] = parentUuid;
   const std::string path = "/resource_providers/" + uuid;
   auto reply = co_await exchange("PUT", path, kWriteMicroversion, body.dump());
-  co_return decode(std::move(reply), "PUT " + path, [](const json& j) { return providerFrom(j); });
+  co_return decodeJson(std::move(reply), "PUT " + path,
+                       [](const json& j) { return providerFrom(j); });
 }
 
 Task<core::Result<InventoriesView>> ApiImpl::inventories(const std::string& uuid) {
   const std::string path = "/resource_providers/" + uuid + "/inventories";
   auto reply = co_await exchange("GET", path, kReadMicroversion);
-  co_return decode(std::move(reply), path, [](const json& j) {
+  co_return decodeJson(std::move(reply), path, [](const json& j) {
     InventoriesView v;
     v.generation = j.at("resource_provider_generation").get<std::int64_t>();
     for (const auto& [rc, inv] : j.at("inventories").items())
@@ -234,13 +223,13 @@ Task<core::Result<std::int64_t>> ApiImpl::putInventories(const std::string& uuid
   const json body{{"resource_provider_generation", generation},
                   {"inventories", inventoriesToJson(inventories)}};
   auto reply = co_await exchange("PUT", path, kWriteMicroversion, body.dump());
-  co_return decode(std::move(reply), path, generationOf);
+  co_return decodeJson(std::move(reply), path, generationOf);
 }
 
 Task<core::Result<TraitsView>> ApiImpl::providerTraits(const std::string& uuid) {
   const std::string path = "/resource_providers/" + uuid + "/traits";
   auto reply = co_await exchange("GET", path, kReadMicroversion);
-  co_return decode(std::move(reply), path, [](const json& j) {
+  co_return decodeJson(std::move(reply), path, [](const json& j) {
     TraitsView v;
     v.generation = j.at("resource_provider_generation").get<std::int64_t>();
     for (const auto& t : j.at("traits")) v.traits.insert(t.get<std::string>());
@@ -254,12 +243,12 @@ Task<core::Result<std::int64_t>> ApiImpl::putProviderTraits(const std::string& u
   const std::string path = "/resource_providers/" + uuid + "/traits";
   const json body{{"resource_provider_generation", generation}, {"traits", traits}};
   auto reply = co_await exchange("PUT", path, kWriteMicroversion, body.dump());
-  co_return decode(std::move(reply), path, generationOf);
+  co_return decodeJson(std::move(reply), path, generationOf);
 }
 
 Task<core::Result<Traits>> ApiImpl::allTraits() {
   auto reply = co_await exchange("GET", "/traits", kReadMicroversion);
-  co_return decode(std::move(reply), "/traits", [](const json& j) {
+  co_return decodeJson(std::move(reply), "/traits", [](const json& j) {
     Traits out;
     for (const auto& t : j.at("traits")) out.insert(t.get<std::string>());
     return out;
@@ -280,7 +269,7 @@ Task<core::Status> ApiImpl::createResourceClass(const std::string& name) {
 Task<core::Result<Usages>> ApiImpl::usages(const std::string& uuid) {
   const std::string path = "/resource_providers/" + uuid + "/usages";
   auto reply = co_await exchange("GET", path, kReadMicroversion);
-  co_return decode(std::move(reply), path, [](const json& j) {
+  co_return decodeJson(std::move(reply), path, [](const json& j) {
     Usages out;
     for (const auto& [rc, used] : j.at("usages").items()) out[rc] = used.get<std::int64_t>();
     return out;
@@ -294,7 +283,7 @@ namespace okna::placement {
 Task<core::Result<AggregatesView>> ApiImpl::providerAggregates(const std::string& uuid) {
   const std::string path = "/resource_providers/" + uuid + "/aggregates";
   auto reply = co_await exchange("GET", path, kAggregatesMicroversion);
-  co_return decode(std::move(reply), path, [](const json& j) {
+  co_return decodeJson(std::move(reply), path, [](const json& j) {
     AggregatesView v;
     v.generation = generationOf(j);
     for (const auto& a : j.at("aggregates")) v.aggregates.insert(a.get<std::string>());
@@ -307,7 +296,7 @@ Task<core::Result<std::int64_t>> ApiImpl::putProviderAggregates(
   const std::string path = "/resource_providers/" + uuid + "/aggregates";
   const json body{{"resource_provider_generation", generation}, {"aggregates", aggregates}};
   auto reply = co_await exchange("PUT", path, kAggregatesMicroversion, body.dump());
-  co_return decode(std::move(reply), path, generationOf);
+  co_return decodeJson(std::move(reply), path, generationOf);
 }
 
 }  // namespace okna::placement

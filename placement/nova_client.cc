@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "placement/json_decode.h"
 #include "placement/keystone.h"
 
 namespace okna::placement {
@@ -70,24 +71,9 @@ Task<core::Result<json>> NovaApiImpl::exchange(std::string method, std::string p
   }
 }
 
-namespace {
-
-template <typename F>
-auto decode(core::Result<json> j, const std::string& what, F&& f)
-    -> core::Result<decltype(f(json()))> {
-  if (!j) return j.error();
-  try {
-    return f(*j);
-  } catch (const json::exception& e) {
-    return core::makeError(what + ": unexpected response body (" + e.what() + ")", 502);
-  }
-}
-
-}  // namespace
-
 Task<core::Result<std::vector<NovaAggregate>>> NovaApiImpl::aggregates() {
   auto reply = co_await exchange("GET", "/os-aggregates", "", 200);
-  co_return decode(std::move(reply), "nova GET /os-aggregates", [](const json& j) {
+  co_return decodeJson(std::move(reply), "nova GET /os-aggregates", [](const json& j) {
     std::vector<NovaAggregate> out;
     for (const auto& a : j.at("aggregates")) out.push_back(novaAggregateFromJson(a));
     return out;
@@ -98,16 +84,16 @@ Task<core::Result<NovaAggregate>> NovaApiImpl::createAggregate(const std::string
                                                                const std::string& zone) {
   const json body{{"aggregate", {{"name", name}, {"availability_zone", zone}}}};
   auto reply = co_await exchange("POST", "/os-aggregates", body.dump(), 200);
-  co_return decode(std::move(reply), "nova POST /os-aggregates",
-                   [](const json& j) { return novaAggregateFromJson(j.at("aggregate")); });
+  co_return decodeJson(std::move(reply), "nova POST /os-aggregates",
+                       [](const json& j) { return novaAggregateFromJson(j.at("aggregate")); });
 }
 
 Task<core::Result<NovaAggregate>> NovaApiImpl::addHost(int id, const std::string& host) {
   const std::string path = "/os-aggregates/" + std::to_string(id) + "/action";
   const json body{{"add_host", {{"host", host}}}};
   auto reply = co_await exchange("POST", path, body.dump(), 200);
-  co_return decode(std::move(reply), "nova POST " + path,
-                   [](const json& j) { return novaAggregateFromJson(j.at("aggregate")); });
+  co_return decodeJson(std::move(reply), "nova POST " + path,
+                       [](const json& j) { return novaAggregateFromJson(j.at("aggregate")); });
 }
 
 Task<core::Status> NovaApiImpl::removeHost(int id, const std::string& host) {
