@@ -83,6 +83,9 @@ placement:
   endpointOverride: $placement_url
   stateFile: $work/placement-state.json
   debounceSeconds: 5
+  # No Nova compute API here (tests/fixtures/nova/start-nova-api.sh runs one for ZonesIT): the
+  # zone's aggregate is not managed in the sandbox.
+  availabilityZones: {enabled: false}
 YAML
 
 cat <<INFO
