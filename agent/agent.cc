@@ -6,8 +6,8 @@
 
 #include "agent/metadata_service.h"
 #include "agent/plan_appliers.h"
+#include "chassis/chassis_reconciler.h"
 #include "core/logging.h"
-#include "ovsdb/chassis_reconciler.h"
 #include "placement/reconciler.h"
 
 namespace okna::agent {

@@ -4,10 +4,10 @@
 
 #include "agent/heap_release.h"
 
+#include "chassis/chassis_reconciler.h"
 #include "core/beast_http_client.h"
 #include "core/logging.h"
 #include "netns/enter.h"
-#include "ovsdb/chassis_reconciler.h"
 
 namespace okna::agent {
 

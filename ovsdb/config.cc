@@ -1,7 +1,7 @@
 #include "ovsdb/config.h"
 
+#include "chassis/vswitchd_probe.h"
 #include "core/yaml_field.h"
-#include "ovsdb/vswitchd_probe.h"
 
 namespace okna::ovsdb {
 

@@ -14,13 +14,13 @@
 
 #include "core/health.h"
 #include "core/logging.h"
-#include "ovsdb/neutron_liveness.h"
+#include "metadata/neutron_liveness.h"
+#include "metadata/sb_values.h"
 #include "ovsdb/observed_read.h"
 #include "ovsdb/ovs_chassis_glue.h"
 #include "ovsdb/ovs_idl_glue.h"
 #include "ovsdb/ovs_log.h"
 #include "ovsdb/ovs_metadata_glue.h"
-#include "ovsdb/sb_values.h"
 #include "ovsdb/string_map.h"
 
 namespace okna::ovsdb {
@@ -113,7 +113,7 @@ void readMetadataView(okna_sb_idl* sb, SbMetadataView& view) {
             SbPort{p->uuid, p->logical_port, p->type, p->datapath, p->on_chassis != 0,
                    p->on_additional != 0, p->mac0, p->cidrs, p->device_id, p->project_id,
                    p->device_owner, ""});
-        // Tenant values, checked where they enter the agent (ovsdb/sb_values.h).
+        // Tenant values, checked where they enter the agent (metadata/sb_values.h).
         port.problem = sbPortProblem(port);
       },
       &rows.ports);

@@ -24,10 +24,10 @@
 #include <thread>
 #include <vector>
 
+#include "chassis/chassis_diff.h"
 #include "core/shared_value.h"
-#include "ovsdb/chassis_diff.h"
+#include "metadata/metadata_ports.h"
 #include "ovsdb/config.h"
-#include "ovsdb/metadata_ports.h"
 #include "ovsdb/ovsdb_applier.h"
 
 namespace okna::core {

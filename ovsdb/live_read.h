@@ -8,8 +8,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "chassis/chassis_diff.h"
 #include "core/result.h"
-#include "ovsdb/chassis_diff.h"
 
 namespace okna::ovsdb {
 

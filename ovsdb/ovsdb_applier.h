@@ -8,8 +8,8 @@
 #include <functional>
 #include <memory>
 
-#include "ovsdb/chassis_diff.h"
-#include "ovsdb/metadata_ports.h"
+#include "chassis/chassis_diff.h"
+#include "metadata/metadata_ports.h"
 
 namespace okna::ovsdb {
 

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "ovsdb/chassis_diff.h"
+#include "chassis/chassis_diff.h"
 #include "ovsdb/idl_thread.h"
 #include "ovsdb/ovsdb_applier.h"
 
