@@ -33,7 +33,7 @@ inline constexpr const char* kZoneLabel = "topology.kubernetes.io/zone";
 inline constexpr const char* kBridgeMappingsKey = "network.openkeel.io/bridge-mappings";
 inline constexpr const char* kExternalNicKey = "network.openkeel.io/external-nic";
 // "true": the operator moves the external NIC's address (and default route) to the bridge
-// themselves, so the agent may plug a NIC that carries them (see ovsdb/README.md).
+// themselves, so the agent may plug a NIC that carries them (see chassis/README.md).
 inline constexpr const char* kExternalNicAddressMovesKey =
     "network.openkeel.io/external-nic-address-moves";
 // The operator's answer when the ownership record is lost (ownership.h): "true" adopts the items

@@ -146,7 +146,8 @@ ChassisReconciler::ChassisReconciler(boost::asio::io_context& io, OvsConfig conf
     });
   };
   thread_ = makeApplier ? makeApplier(std::move(publish))
-                        : std::make_unique<IdlThread>(config_, health_, std::move(publish));
+                        : std::make_unique<ChassisTransportApplier>(config_, health_, *clock_,
+                                                                    std::move(publish));
 }
 
 ChassisReconciler::~ChassisReconciler() {
@@ -222,7 +223,6 @@ void ChassisReconciler::onSnapshot(std::shared_ptr<const Snapshot> snapshot) {
   updateHealth();
   evaluateDrain();
   submit();
-  if (listener_) listener_(s);
 }
 
 void ChassisReconciler::reportFailedInterfaces() {
@@ -345,14 +345,6 @@ void ChassisReconciler::updateHealth() {
                      "connected to " + config_.remote +
                          (problems.empty() ? std::string() : "; Node inputs: " + problems));
   }
-}
-
-std::uint64_t ChassisReconciler::submitMetadata(std::shared_ptr<const DesiredMetadataOvs> desired) {
-  if (!*alive_) return metadataGeneration_;
-  if (submittedMetadata_ && *submittedMetadata_ == *desired) return metadataGeneration_;
-  submittedMetadata_ = std::move(desired);
-  thread_->submitMetadata(submittedMetadata_, ++metadataGeneration_);
-  return metadataGeneration_;
 }
 
 void ChassisReconciler::evaluateDrain() {

@@ -2,8 +2,8 @@
 // Keeps the local Open_vSwitch row (external_ids, external bridges) in line with the Node, live.
 // The agent's plan (agent/plan.h) says what is wanted (planChassis); this applier adds what only
 // the host can tell (the external NIC's safety check), drains, and writes. Runs on the Asio loop
-// thread; owns the OVSDB writer (the IDL thread, idl_thread.h, behind OvsdbApplier) and the
-// planned gateway failover (seed 000 § 3.2):
+// thread; owns the OVSDB writer (its participant on the transport, chassis_participant.h, behind
+// OvsdbApplier) and the planned gateway failover (seed 000 § 3.2):
 //
 // The planned gateway failover, in the order Neutron ML2/OVN needs (gateway_drain.h): when the
 // network role goes away while the agent's enable-chassis-as-gw item is there, the item and the
@@ -47,14 +47,14 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "chassis/chassis_desired.h"
+#include "chassis/chassis_participant.h"
 #include "chassis/gateway_drain.h"
 #include "chassis/host_nics.h"
+#include "chassis/ovsdb_applier.h"
 #include "chassis/ownership_state_file.h"
 #include "chassis/vswitchd_probe.h"
 #include "core/clock.h"
 #include "ovsdb/config.h"
-#include "ovsdb/idl_thread.h"
-#include "ovsdb/ovsdb_applier.h"
 
 namespace okna::core {
 class HealthRegistry;
@@ -69,7 +69,8 @@ namespace okna::ovsdb {
 class ChassisReconciler {
  public:
   /** `events` may be null (no Node Events). Nothing touches OVSDB before the first update().
-   *  Tests pass `makeApplier` (default: the IDL thread) and `clock` (default: the real one). */
+   *  `makeApplier`: the agent's puts the participant on its shared transport; tests pass a fake;
+   *  default: a transport of its own (ChassisTransportApplier). `clock` default: the real one. */
   ChassisReconciler(boost::asio::io_context& io, OvsConfig config, core::MetricsRegistry& metrics,
                     core::HealthRegistry& health, k8s::EventRecorder* events,
                     OvsdbApplierFactory makeApplier = {}, core::Clock* clock = nullptr);
@@ -90,16 +91,6 @@ class ChassisReconciler {
   /** How ovs-vswitchd is checked (default: UnixctlVswitchdProbe of OvsConfig::vswitchdRunDir
    *  when that is set and not empty; null: no check). Before the first update(). */
   void setVswitchdProbe(std::unique_ptr<VswitchdProbe> probe) { vswitchdProbe_ = std::move(probe); }
-
-  /** Called on the loop with every new snapshot, after this reconciler handled it. */
-  using SnapshotListener = std::function<void(const Snapshot&)>;
-  void setSnapshotListener(SnapshotListener listener) { listener_ = std::move(listener); }
-  /** The metadata service's ports and Southbound interest (sent to the IDL thread if changed);
-   *  returns the generation that Snapshot::metadataConvergedGeneration reaches once applied. */
-  std::uint64_t submitMetadata(std::shared_ptr<const DesiredMetadataOvs> desired);
-  std::uint64_t submitMetadata(const DesiredMetadataOvs& desired) {
-    return submitMetadata(std::make_shared<const DesiredMetadataOvs>(desired));
-  }
 
   /** The last snapshot from the IDL thread (null before the first one). */
   const std::shared_ptr<const Snapshot>& snapshot() const { return snapshot_; }
@@ -165,13 +156,10 @@ class ChassisReconciler {
   std::unique_ptr<core::Timer> drainTimer_;
   GatewayDrainState drain_;
   std::vector<std::string> reportedGatewayPorts_;
-  SnapshotListener listener_;
   // ovs-vswitchd's liveness: the probe, its timer and its last answer (nullopt: not checked).
   std::unique_ptr<VswitchdProbe> vswitchdProbe_;
   std::unique_ptr<core::Timer> vswitchdTimer_;
   std::optional<VswitchdStatus> vswitchd_;
-  std::shared_ptr<const DesiredMetadataOvs> submittedMetadata_;  // shared with the IDL thread
-  std::uint64_t metadataGeneration_ = 0;
 };
 
 }  // namespace okna::ovsdb

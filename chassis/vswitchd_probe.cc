@@ -57,12 +57,4 @@ VswitchdStatus UnixctlVswitchdProbe::check() {
   return {false, "pid " + std::to_string(pid) + ": " + socket + ": " + std::strerror(error)};
 }
 
-std::string runDirOfRemote(const std::string& remote) {
-  if (remote.rfind("unix:", 0) != 0) return "";
-  const std::string path = remote.substr(5);
-  const auto slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
 }  // namespace okna::ovsdb

@@ -18,6 +18,8 @@
 #include <memory>
 #include <string>
 
+#include "ovsdb/config.h"  // runDirOfRemote
+
 namespace okna::ovsdb {
 
 struct VswitchdStatus {
@@ -46,8 +48,6 @@ class UnixctlVswitchdProbe final : public VswitchdProbe {
   std::string runDir_;
 };
 
-/** The run directory of a "unix:PATH" remote (PATH's directory); "" for tcp: and ssl: remotes,
- *  whose ovs-vswitchd is on another host. */
-std::string runDirOfRemote(const std::string& remote);
+// runDirOfRemote: ovsdb/config.h (where the remote is the transport's).
 
 }  // namespace okna::ovsdb

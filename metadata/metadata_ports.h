@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "chassis/chassis_diff.h"
 #include "core/shared_value.h"
+#include "ovsdb/ovs_ops.h"
 
 namespace okna::ovsdb {
 

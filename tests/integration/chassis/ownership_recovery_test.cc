@@ -190,7 +190,7 @@ TEST_F(OwnershipRecoveryTest, RecordAndCopyBothGoneIsLoudUntilAdopted) {
   firstAgentApplies();
   deleteRecord();
   // The copy is damaged too. (Removed instead, a new process cannot tell this node from one
-  // set up by hand before the agent's first start: see ovsdb/README.md.)
+  // set up by hand before the agent's first start: see chassis/README.md.)
   std::ofstream(stateFile(), std::ios::trunc) << "{\"v\":1,\"record\":{\"v\":1,\"cms\":";
   auto r = make();
   okna::testing::planAndUpdate(*r, gatewayNode(),

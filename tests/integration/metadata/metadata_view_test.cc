@@ -4,11 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <boost/asio/post.hpp>
 
+#include "chassis/chassis_participant.h"
 #include "chassis/chassis_reconciler.h"
+#include "core/clock.h"
 #include "core/health.h"
 #include "core/metrics.h"
 #include "metadata/planner.h"
+#include "metadata/sb_participant.h"
+#include "ovsdb/idl_thread.h"
 #include "tests/fakes/chassis_plan.h"
 #include "tests/integration/ovsdb/ovs_test_util.h"
 
@@ -80,18 +85,30 @@ class MetadataViewTest : public ::testing::Test {
     c.enabled = true;
     c.remote = ovs_->remote();
     c.stateFile = "";
-    r_ = std::make_unique<ChassisReconciler>(io_, c, metrics_, health_, nullptr);
+    // As the agent wires them: one transport, the chassis' participant and the metadata one.
+    transport_ = std::make_unique<IdlThread>(c, health_, clock_);
+    r_ = std::make_unique<ChassisReconciler>(
+        io_, c, metrics_, health_, nullptr, [this](OvsdbApplier::SnapshotCallback publish) {
+          return std::make_unique<ChassisTransportApplier>(*transport_, std::move(publish));
+        });
+    southbound_ = std::make_shared<metadata::SouthboundParticipant>(c.livenessDelayMax);
+    southbound_->setPublish([this](std::shared_ptr<const metadata::SouthboundView> v) {
+      boost::asio::post(io_, [this, v] { view_ = v; });
+    });
+    transport_->add(southbound_);
     k8s::NodeInfo n;
     n.name = "cmp-1";
     okna::testing::planAndUpdate(*r_, n, {"compute"});
     DesiredMetadataOvs d;
     d.enabled = true;
-    r_->submitMetadata(d);
+    submitMetadata(d);
   }
 
-  const SbMetadataView* view() const {
-    return r_->snapshot() ? &r_->snapshot()->sb.metadata : nullptr;
+  std::uint64_t submitMetadata(const DesiredMetadataOvs& d) {
+    southbound_->submit(std::make_shared<const DesiredMetadataOvs>(d), ++generation_);
+    return generation_;
   }
+  const SbMetadataView* view() const { return view_ ? &view_->sb : nullptr; }
   metadata::MetadataPlan plan() const { return metadata::planMetadata(*view(), false); }
   bool planHas(const std::set<std::string>& networks) const {
     if (!view() || !view()->synced) return false;
@@ -123,6 +140,11 @@ class MetadataViewTest : public ::testing::Test {
   core::HealthRegistry health_;
   std::unique_ptr<OvsdbServer> ovs_;
   std::unique_ptr<OvsdbServer> sb_;
+  core::AsioClock clock_{io_};
+  std::unique_ptr<IdlThread> transport_;
+  std::shared_ptr<metadata::SouthboundParticipant> southbound_;
+  std::shared_ptr<const metadata::SouthboundView> view_;
+  std::uint64_t generation_ = 0;
   std::unique_ptr<ChassisReconciler> r_;
   std::string dpA_, dpB_, vmA_, vmB_;
 };
@@ -214,16 +236,16 @@ TEST_F(MetadataViewTest, PortsArePluggedAdoptedAndOnlyMarkedOnesPruned) {
   d.enabled = true;
   d.ports = {{"tapnet-a0", "md-a"}, {"tapnet-b0", "md-b"}};
   d.prune = true;
-  const auto gen = r_->submitMetadata(d);
-  ASSERT_TRUE(loop_.runUntil([&] { return r_->snapshot()->metadataConvergedGeneration == gen; }));
+  const auto gen = submitMetadata(d);
+  ASSERT_TRUE(loop_.runUntil([&] { return view_ && view_->convergedGeneration == gen; }));
   EXPECT_EQ(ifaceId("tapnet-a0", "iface-id"), "md-a");
   EXPECT_EQ(ifaceId("tapnet-a0", "openkeel-node-agent"), "metadata");
   EXPECT_EQ(ifaceId("tapnet-b0", "openkeel-node-agent"), "metadata") << "adopted";
   const std::string adoptedUuid = ovs_->vsctl({"get", "Interface", "tapnet-b0", "_uuid"});
 
   d.ports = {{"tapnet-b0", "md-b"}};
-  const auto gen2 = r_->submitMetadata(d);
-  ASSERT_TRUE(loop_.runUntil([&] { return r_->snapshot()->metadataConvergedGeneration == gen2; }));
+  const auto gen2 = submitMetadata(d);
+  ASSERT_TRUE(loop_.runUntil([&] { return view_ && view_->convergedGeneration == gen2; }));
   const auto ports = okna::testing::ports(*ovs_, "br-int");
   EXPECT_EQ(std::count(ports.begin(), ports.end(), "tapnet-a0"), 0);
   EXPECT_EQ(std::count(ports.begin(), ports.end(), "vm-tap"), 1) << "not ours";

@@ -1,4 +1,4 @@
-#include "ovsdb/observed_read.h"
+#include "chassis/observed_read.h"
 
 #include "ovsdb/ovs_chassis_glue.h"
 

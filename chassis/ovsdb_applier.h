@@ -1,6 +1,7 @@
 #pragma once
 // The seam between the chassis reconciler (loop thread) and whatever writes OVSDB: in the agent
-// the IDL thread (idl_thread.h); in unit tests a fake that records what was submitted and
+// the chassis participant on the transport (chassis_participant.h: ChassisTransportApplier); in
+// unit tests a fake that records what was submitted and
 // publishes the snapshots the test makes, so that the drain and readiness logic runs without an
 // ovsdb-server.
 
@@ -9,7 +10,6 @@
 #include <memory>
 
 #include "chassis/chassis_diff.h"
-#include "metadata/metadata_ports.h"
 
 namespace okna::ovsdb {
 
@@ -25,10 +25,6 @@ class OvsdbApplier {
   virtual void start() = 0;
   /** The new desired state and its generation (increasing). Never blocks long. */
   virtual void submit(const DesiredChassis& desired, std::uint64_t generation) = 0;
-  /** The metadata ports and whether the Southbound metadata rows are wanted (shared, not copied:
-   *  1,000 ports at 1,000 networks). */
-  virtual void submitMetadata(std::shared_ptr<const DesiredMetadataOvs> desired,
-                              std::uint64_t generation) = 0;
   /** Stops; no snapshot is published afterwards. OVSDB is left as it is. */
   virtual void stop() = 0;
 };

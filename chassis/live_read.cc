@@ -1,9 +1,9 @@
-#include "ovsdb/live_read.h"
+#include "chassis/live_read.h"
 
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "ovsdb/observed_read.h"
+#include "chassis/observed_read.h"
 #include "ovsdb/ovs_chassis_glue.h"
 #include "ovsdb/ovs_log.h"
 

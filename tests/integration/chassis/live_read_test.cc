@@ -1,7 +1,7 @@
 // readObservedOnce (the dry run's one-shot read of a live Open_vSwitch database) against a REAL
 // ovsdb-server: it observes what the IDL thread observes, failed interfaces included (the dry run
 // kept a copy of the reader of its own that did not read them).
-#include "ovsdb/live_read.h"
+#include "chassis/live_read.h"
 
 #include <gtest/gtest.h>
 
