@@ -6,8 +6,11 @@
 
 #include "agent/metadata_service.h"
 #include "agent/plan_appliers.h"
+#include "chassis/chassis_participant.h"
+#include "chassis/chassis_reconciler.h"
 #include "core/logging.h"
-#include "ovsdb/chassis_reconciler.h"
+#include "metadata/sb_participant.h"
+#include "ovsdb/idl_thread.h"
 #include "placement/reconciler.h"
 
 namespace okna::agent {
@@ -31,13 +34,22 @@ Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& 
                    {HealthServerOptions::Endpoints::Admin, config_.health.maxConnections}),
       events_(api_, k8s::EventTarget{config_.nodeName, "", "openkeel-node-agent"}),
       heartbeat_(clock_.makeTimer()) {
-  if (config_.ovs.enabled)
-    chassis_ =
-        std::make_unique<ovsdb::ChassisReconciler>(io_, config_.ovs, metrics_, health_, &events_);
-  if (chassis_ && config_.metadata.enabled) {
-    metadata_ = std::make_unique<MetadataService>(io_, clock_, http, config_.metadata, *chassis_,
-                                                  metrics_, health_);
-    chassis_->setSnapshotListener([this](const ovsdb::Snapshot& s) { metadata_->onSnapshot(s); });
+  if (config_.ovs.enabled) {
+    // One transport, two participants: the chassis' (its ops first in the transaction) and the
+    // metadata service's. The chassis reconciler starts it with the first Node.
+    ovsdb_ = std::make_unique<ovsdb::IdlThread>(config_.ovs, health_, clock_);
+    chassis_ = std::make_unique<ovsdb::ChassisReconciler>(
+        io_, config_.ovs, metrics_, health_, &events_,
+        [this](ovsdb::OvsdbApplier::SnapshotCallback publish) {
+          return std::make_unique<ovsdb::ChassisTransportApplier>(*ovsdb_, std::move(publish));
+        });
+    if (config_.metadata.enabled) {
+      auto southbound =
+          std::make_shared<metadata::SouthboundParticipant>(config_.ovs.livenessDelayMax);
+      ovsdb_->add(southbound);
+      metadata_ = std::make_unique<MetadataService>(io_, clock_, http, config_.metadata,
+                                                    std::move(southbound), metrics_, health_);
+    }
   }
   const auto informerConfig = [&](std::string resource, std::string path, std::string selector) {
     k8s::InformerConfig c;
@@ -151,6 +163,7 @@ void Agent::stop() {
   heartbeat_->cancel();
   if (metadata_) metadata_->stop();
   if (chassis_) chassis_->stop();
+  if (ovsdb_) ovsdb_->stop();
 }
 
 void Agent::updateInformerReadiness() {

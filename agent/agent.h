@@ -29,7 +29,8 @@ class io_context;
 }
 namespace okna::ovsdb {
 class ChassisReconciler;
-}
+class IdlThread;
+}  // namespace okna::ovsdb
 namespace okna::placement {
 class Reconciler;
 }
@@ -91,6 +92,9 @@ class Agent {
   std::unique_ptr<placement::Reconciler> placement_;
   // Node Events (invalid labels, gateway drain).
   k8s::EventRecorder events_;
+  // The OVSDB transport its participants (the chassis', the metadata service's) share; null
+  // unless config.ovs.enabled. Declared before them: it outlives them.
+  std::unique_ptr<ovsdb::IdlThread> ovsdb_;
   // The OVN chassis configuration; null unless config.ovs.enabled.
   std::unique_ptr<ovsdb::ChassisReconciler> chassis_;
   // The metadata service; null unless config.ovs.enabled and config.metadata.enabled.

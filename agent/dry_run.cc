@@ -5,8 +5,8 @@
 
 #include "agent/dry_run_metadata.h"
 #include "agent/plan.h"
+#include "chassis/live_read.h"
 #include "core/yaml_field.h"
-#include "ovsdb/live_read.h"
 
 namespace okna::agent {
 

@@ -1,12 +1,15 @@
 #include "agent/dry_run_metadata.h"
 
+#include <boost/asio/io_context.hpp>
 #include <condition_variable>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/clock.h"
 #include "core/health.h"
 #include "metadata/planner.h"
+#include "metadata/sb_participant.h"
 #include "netns/netlink.h"
 #include "ovsdb/idl_thread.h"
 
@@ -18,36 +21,41 @@ core::Result<nlohmann::json> readMetadataPlanOnce(const ovsdb::OvsConfig& ovs,
   ovsdb::OvsConfig readOnly = ovs;
   readOnly.readOnly = true;
   core::HealthRegistry health;
+  boost::asio::io_context io;  // for the clock's type only: nothing runs on it
+  core::AsioClock clock(io);
   std::mutex mutex;
   std::condition_variable changed;
-  std::shared_ptr<const ovsdb::Snapshot> last;
-  ovsdb::IdlThread idl(readOnly, health, [&](std::shared_ptr<const ovsdb::Snapshot> s) {
+  std::shared_ptr<const metadata::SouthboundView> last;
+  auto southbound = std::make_shared<metadata::SouthboundParticipant>(readOnly.livenessDelayMax);
+  southbound->setPublish([&](std::shared_ptr<const metadata::SouthboundView> v) {
     const std::lock_guard lock(mutex);
-    last = std::move(s);
+    last = std::move(v);
     changed.notify_all();
   });
+  ovsdb::IdlThread idl(readOnly, health, clock);
+  idl.add(southbound);
   ovsdb::DesiredMetadataOvs wanted;
   wanted.enabled = true;  // monitor the metadata rows; no ports, no pruning: nothing to write
   idl.start();
-  idl.submitMetadata(std::make_shared<const ovsdb::DesiredMetadataOvs>(std::move(wanted)), 1);
-  std::shared_ptr<const ovsdb::Snapshot> snapshot;
+  southbound->submit(std::make_shared<const ovsdb::DesiredMetadataOvs>(std::move(wanted)), 1);
+  std::shared_ptr<const metadata::SouthboundView> snapshot;
   {
     std::unique_lock lock(mutex);
-    changed.wait_for(lock, timeout, [&] { return last && last->sb.metadata.synced; });
+    changed.wait_for(lock, timeout, [&] { return last && last->sb.synced; });
     snapshot = last;
   }
   idl.stop();
   if (!snapshot || !snapshot->connected)
     return core::makeError("metadata: no answer from the Open_vSwitch database " + ovs.remote);
-  const auto& view = snapshot->sb.metadata;
+  const auto& view = snapshot->sb;
   if (!view.synced)
     return core::makeError("metadata: the Southbound view is not complete after " +
                            std::to_string(timeout.count()) + " ms: " + view.notSyncedReason);
 
   // With the VM interfaces on br-int, as the agent plans: a Southbound with nothing bound here
   // while VMs are on br-int (emptied, replaced) is not a reason to remove anything.
-  const metadata::MetadataPlan plan = metadata::planMetadata(
-      view, config.ipv6, {snapshot->integrationVmIfaceIds, nullptr, "br-int"});
+  const metadata::MetadataPlan plan =
+      metadata::planMetadata(view, config.ipv6, {snapshot->vmIfaceIds, nullptr, "br-int"});
   netns::NetlinkImpl netlink;
   auto existing = netlink.listNamespaces("ovnmeta-");
   if (!existing) return existing.error();

@@ -4,10 +4,12 @@
 
 #include "agent/heap_release.h"
 
+#include <boost/asio/post.hpp>
+
 #include "core/beast_http_client.h"
 #include "core/logging.h"
+#include "metadata/sb_participant.h"
 #include "netns/enter.h"
-#include "ovsdb/chassis_reconciler.h"
 
 namespace okna::agent {
 
@@ -30,8 +32,8 @@ std::unique_ptr<core::HttpClient> plainHttpNovaClient(boost::asio::io_context& i
 
 MetadataService::MetadataService(boost::asio::io_context& io, core::Clock& clock,
                                  core::HttpClient& http, const metadata::MetadataConfig& config,
-                                 ovsdb::ChassisReconciler& chassis, core::MetricsRegistry& metrics,
-                                 core::HealthRegistry& health)
+                                 std::shared_ptr<metadata::SouthboundParticipant> southbound,
+                                 core::MetricsRegistry& metrics, core::HealthRegistry& health)
     : config_(config),
       novaHttp_(plainHttpNovaClient(io, config_)),
       applier_(netlink_),
@@ -40,10 +42,28 @@ MetadataService::MetadataService(boost::asio::io_context& io, core::Clock& clock
       reconciler_(
           io, clock, optionsFrom(config_), *this,
           [this](std::function<void()> job) { worker_.post(std::move(job)); }, *this,
-          [&chassis](std::shared_ptr<const ovsdb::DesiredMetadataOvs> d) {
-            chassis.submitMetadata(std::move(d));
-          },
-          metrics, health) {
+          [this](std::shared_ptr<const ovsdb::DesiredMetadataOvs> d) { submitPorts(std::move(d)); },
+          metrics, health),
+      southbound_(std::move(southbound)) {
+  // Called on the transport's thread: hop to the loop. While a hop is pending a newer view
+  // replaces the pending one instead of queueing behind it (a cold start publishes thousands).
+  southbound_->setPublish(
+      [this, &io, mailbox = mailbox_](std::shared_ptr<const metadata::SouthboundView> view) {
+        {
+          const std::lock_guard lock(mailbox->mutex);
+          const bool hopPending = mailbox->latest != nullptr;
+          mailbox->latest = std::move(view);
+          if (hopPending) return;
+        }
+        boost::asio::post(io, [this, mailbox] {
+          std::shared_ptr<const metadata::SouthboundView> newest;
+          {
+            const std::lock_guard lock(mailbox->mutex);
+            newest.swap(mailbox->latest);
+          }
+          if (mailbox->alive && newest) onView(*newest);
+        });
+      });
   reconciler_.setOnSettled([](std::size_t networks) {
     core::logger("metadata")
         ->info("{} networks set up and serving; freed heap returned: {}", networks,
@@ -58,36 +78,22 @@ MetadataService::~MetadataService() {
 void MetadataService::stop() {
   if (stopped_) return;
   stopped_ = true;
+  mailbox_->alive = false;
   reconciler_.stop();
   worker_.stop();
   // Listeners close with the process; namespaces, veths and OVS ports stay for the next one.
   server_.stop();
 }
 
-void MetadataService::onSnapshot(const ovsdb::Snapshot& snapshot) {
+void MetadataService::submitPorts(std::shared_ptr<const ovsdb::DesiredMetadataOvs> desired) {
+  if (stopped_ || (submitted_ && *submitted_ == *desired)) return;
+  submitted_ = desired;
+  southbound_->submit(std::move(desired), ++submittedGeneration_);
+}
+
+void MetadataService::onView(const metadata::SouthboundView& view) {
   if (stopped_) return;
-  // The bridge's ports are looked at only when the OVS replica changed (most snapshots are
-  // Southbound or connection changes; a cold start makes thousands), and handed on as the same
-  // shared set while unchanged (ovs-vswitchd's and ovn-controller's own writes: ofport,
-  // ovn-installed).
-  if (!snapshot.ovs.sameAs(lastOvs_)) {
-    lastOvs_ = snapshot.ovs;
-    const auto it = snapshot.ovs->externalIds.find("ovn-bridge");
-    bridge_ = it == snapshot.ovs->externalIds.end() ? "br-int" : it->second;
-    const auto b = snapshot.ovs->bridges.find(bridge_);
-    std::set<std::string> ports;
-    std::set<std::string> created;
-    if (b != snapshot.ovs->bridges.end()) {
-      ports.insert(b->second.ports.begin(), b->second.ports.end());
-      for (const auto& port : ports)
-        if (!b->second.pendingPorts.count(port) && !b->second.failedPorts.count(port))
-          created.insert(port);
-    }
-    bridgePorts_.set(std::move(ports));
-    createdPorts_.set(std::move(created));
-  }
-  reconciler_.update(snapshot.sb.metadata, bridge_, bridgePorts_, createdPorts_,
-                     snapshot.integrationVmIfaceIds);
+  reconciler_.update(view.sb, view.bridge, view.bridgePorts, view.createdPorts, view.vmIfaceIds);
 }
 
 core::Result<metadata::Plumbing::Ensured> MetadataService::ensure(

@@ -1,12 +1,14 @@
 #pragma once
 // The metadata service as the agent runs it: the namespace worker thread and the kernel plumbing
 // (netns/), the 169.254.169.254 proxy (metadata/server.h), the reconciler that ties them to the
-// Southbound view the IDL thread publishes, and the client-IP lookup the proxy asks. Everything
-// here lives on the loop thread except what the worker runs.
+// Southbound view its participant on the OVSDB transport publishes (metadata/sb_participant.h),
+// and the client-IP lookup the proxy asks. Everything here lives on the loop thread except what
+// the worker runs.
 
 #include <boost/asio/io_context.hpp>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -24,10 +26,10 @@ class HealthRegistry;
 class HttpClient;
 class MetricsRegistry;
 }  // namespace okna::core
-namespace okna::ovsdb {
-class ChassisReconciler;
-struct Snapshot;
-}  // namespace okna::ovsdb
+namespace okna::metadata {
+class SouthboundParticipant;
+struct SouthboundView;
+}  // namespace okna::metadata
 
 namespace okna::agent {
 
@@ -36,19 +38,23 @@ class MetadataService : private metadata::Plumbing,
                         private metadata::PortLookup {
  public:
   MetadataService(boost::asio::io_context& io, core::Clock& clock, core::HttpClient& http,
-                  const metadata::MetadataConfig& config, ovsdb::ChassisReconciler& chassis,
+                  const metadata::MetadataConfig& config,
+                  std::shared_ptr<metadata::SouthboundParticipant> southbound,
                   core::MetricsRegistry& metrics, core::HealthRegistry& health);
   ~MetadataService() override;
 
   /** Active while the node has the compute or the network role (external ports). */
   void setActive(bool active) { reconciler_.setActive(active); }
-  /** Every IDL snapshot (the Southbound view and the integration bridge). */
-  void onSnapshot(const ovsdb::Snapshot& snapshot);
+  /** Every view its participant publishes (the Southbound view and the integration bridge), on
+   *  the loop. */
+  void onView(const metadata::SouthboundView& view);
   void stop();
 
   const metadata::Reconciler& reconciler() const { return reconciler_; }
 
  private:
+  // The wanted metadata ports to the participant, when they changed.
+  void submitPorts(std::shared_ptr<const ovsdb::DesiredMetadataOvs> desired);
   // metadata::Plumbing, on the worker thread.
   core::Result<Ensured> ensure(const metadata::NetworkPlan& network) override;
   void prepare(const std::vector<std::shared_ptr<const metadata::NetworkPlan>>& networks) override;
@@ -74,12 +80,19 @@ class MetadataService : private metadata::Plumbing,
   netns::Worker worker_;
   metadata::MetadataServer server_;
   metadata::Reconciler reconciler_;
-  // The OVS replica the bridge's ports were last taken from (shared: unchanged = same value).
-  core::SharedValue<ovsdb::ObservedOvs> lastOvs_;
-  std::string bridge_;
-  // The integration bridge's ports in the database, and those of them ovs-vswitchd has created.
-  core::SharedValue<std::set<std::string>> bridgePorts_;
-  core::SharedValue<std::set<std::string>> createdPorts_;
+  std::shared_ptr<metadata::SouthboundParticipant> southbound_;
+  // Between the participant (transport's thread) and the loop: the newest view not yet taken
+  // (only the newest matters), and whether this service still takes them. Shared: the
+  // transport may outlive this object.
+  struct Mailbox {
+    std::mutex mutex;
+    std::shared_ptr<const metadata::SouthboundView> latest;
+    bool alive = true;  // loop thread only
+  };
+  std::shared_ptr<Mailbox> mailbox_ = std::make_shared<Mailbox>();
+  // What was last handed to the participant (the same ports are not sent twice).
+  std::shared_ptr<const ovsdb::DesiredMetadataOvs> submitted_;
+  std::uint64_t submittedGeneration_ = 0;
   bool stopped_ = false;
 };
 

@@ -14,8 +14,8 @@
 
 #include "agent/config.h"
 #include "agent/roles.h"
+#include "chassis/chassis_desired.h"
 #include "k8s/objects.h"
-#include "ovsdb/chassis_desired.h"
 #include "placement/desired.h"
 
 namespace okna::agent {

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/metadata_service.h"
-#include "ovsdb/chassis_reconciler.h"
+#include "chassis/chassis_reconciler.h"
 #include "placement/reconciler.h"
 
 namespace okna::agent {

@@ -18,7 +18,7 @@ struct InstancePort {
   std::string_view deviceId;
   // external_ids:neutron:project_id (X-Tenant-ID).
   std::string_view projectId;
-  // Why the port must not be served (ovsdb/sb_values.h): its VM gets 404 and the log names the
+  // Why the port must not be served (metadata/sb_values.h): its VM gets 404 and the log names the
   // port. Empty when its values passed the checks; only then are they fit for a header.
   std::string_view problem;
 };

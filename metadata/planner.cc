@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "core/listener_guard.h"
-#include "ovsdb/sb_values.h"
+#include "metadata/sb_values.h"
 
 namespace okna::metadata {
 

@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "core/shared_value.h"
-#include "ovsdb/metadata_ports.h"
+#include "metadata/metadata_ports.h"
 
 namespace okna::metadata {
 

@@ -34,8 +34,8 @@
 #include "core/clock.h"
 #include "core/result.h"
 #include "core/shared_value.h"
+#include "metadata/metadata_ports.h"
 #include "metadata/planner.h"
-#include "ovsdb/metadata_ports.h"
 
 namespace okna::core {
 class HealthRegistry;

@@ -509,7 +509,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return respond(errorResponse(404), version, keepAlive, {}, target);
     }
     if (!found.port.problem.empty()) {
-      // A Southbound value failed its check (ovsdb/sb_values.h): nothing of it reaches Nova.
+      // A Southbound value failed its check (metadata/sb_values.h): nothing of it reaches Nova.
       server_->vmLog(*net_, VmLog::Lookup, spdlog::level::warn,
                      "network {} client {}: port {} is not served: {}", net_->id, clientIp_,
                      core::escapeForLog(found.port.logicalPort), found.port.problem);

@@ -1,7 +1,6 @@
 #include "ovsdb/config.h"
 
 #include "core/yaml_field.h"
-#include "ovsdb/vswitchd_probe.h"
 
 namespace okna::ovsdb {
 
@@ -101,6 +100,14 @@ OvsConfig parseOvsConfig(const core::YamlField& f) {
               "\" is not a valid bridge name (1-15 characters of A-Z a-z 0-9 . - _)");
   }
   return c;
+}
+
+std::string runDirOfRemote(const std::string& remote) {
+  if (remote.rfind("unix:", 0) != 0) return "";
+  const std::string path = remote.substr(5);
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
 }
 
 std::string resolveVswitchdRunDir(const OvsConfig& config) {

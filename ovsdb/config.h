@@ -70,6 +70,10 @@ OvsConfig parseOvsConfig(const core::YamlField& section);
 /** ovs.vswitchdRunDir as given, else (nullopt) the directory of a unix: remote, else "". */
 std::string resolveVswitchdRunDir(const OvsConfig& config);
 
+/** The run directory of a "unix:PATH" remote (PATH's directory); "" for tcp: and ssl: remotes,
+ *  whose ovs-vswitchd is on another host. */
+std::string runDirOfRemote(const std::string& remote);
+
 /** True for names OVS accepts as a bridge or port on the Linux system datapath: 1 to 15
  *  characters (IFNAMSIZ - 1) of [A-Za-z0-9._-]. */
 bool isValidOvsIfaceName(const std::string& name);

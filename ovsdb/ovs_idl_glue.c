@@ -318,9 +318,7 @@ okna_sb_idl* okna_sb_idl_open(const char* remote) {
 void okna_sb_idl_close(okna_sb_idl* h) {
   if (h) {
     ovsdb_idl_destroy(h->idl);
-    if (h->free_view) {
-      h->free_view(h->view);
-    }
+    free(h->chassis_name);
     free(h);
   }
 }

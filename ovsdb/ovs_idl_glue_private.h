@@ -35,9 +35,10 @@ struct okna_ovs_idl {
 
 struct okna_sb_idl {
   struct ovsdb_idl* idl;
-  /* The chassis view's condition state (ovs_metadata_glue.c), freed by okna_sb_idl_close. */
-  void* view;
-  void (*free_view)(void*);
+  /* The chassis whose rows the readers tell (okna_sb_idl_open_empty; NULL: none). */
+  char* chassis_name;
+  /* Clauses okna_sb_idl_set_condition could not encode (ovs_monitor_glue.c). */
+  size_t bad_clauses;
 };
 
 #endif /* OKNA_OVSDB_OVS_IDL_GLUE_PRIVATE_H */

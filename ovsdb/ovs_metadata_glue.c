@@ -46,144 +46,8 @@ void okna_ovs_idl_foreach_iface_external_id(okna_ovs_idl* h, const char* bridge,
 
 /* ---- OVN_Southbound: the chassis view ------------------------------------------------------ */
 
-/* The conditions last sent, to send a change only when they differ. */
-struct okna_sb_view_state {
-  char* chassis_name;
-  int metadata;
-  char own_uuid[UUID_LEN + 1];
-  struct uuid* datapaths;
-  size_t n_datapaths;
-  unsigned int expected_seqno;
-  int sent;
-};
-
-/* Datapath_Binding is selected by row UUID: the generated IDL has no column for "_uuid", which
- * OVSDB accepts in conditions (RFC 7047 5.1), so this describes it for the condition encoder. */
-static struct ovsdb_idl_column uuid_column = {
-    .name = (char*)"_uuid",
-    .type = OVSDB_TYPE_SCALAR_INITIALIZER(OVSDB_BASE_UUID_INIT),
-    .is_mutable = false,
-    .is_synthetic = false,
-    .parse = NULL,
-    .unparse = NULL,
-};
-
-static struct okna_sb_view_state* view_state(okna_sb_idl* h) {
-  return (struct okna_sb_view_state*)h->view;
-}
-
-static void free_view_state(void* p) {
-  struct okna_sb_view_state* st = p;
-  if (st) {
-    free(st->chassis_name);
-    free(st->datapaths);
-    free(st);
-  }
-}
-
-okna_sb_idl* okna_sb_idl_open_chassis_view(const char* remote, const char* chassis_name) {
-  if (!remote) {
-    return NULL;
-  }
-  okna_sb_idl* h = xzalloc(sizeof *h);
-  struct okna_sb_view_state* st = xzalloc(sizeof *st);
-  st->chassis_name = xstrdup(chassis_name ? chassis_name : "");
-  h->view = st;
-  h->free_view = free_view_state;
-  okna_glue_leave_large_maps_unparsed();
-  h->idl = ovsdb_idl_create(remote, &sbrec_idl_class, false, true);
-  ovsdb_idl_set_leader_only(h->idl, false);
-  ovsdb_idl_add_column(h->idl, &sbrec_chassis_col_name);
-  ovsdb_idl_add_column(h->idl, &sbrec_chassis_private_col_name);
-  ovsdb_idl_add_column(h->idl, &sbrec_chassis_private_col_external_ids);
-  ovsdb_idl_add_column(h->idl, &sbrec_sb_global_col_nb_cfg);
-  ovsdb_idl_add_column(h->idl, &sbrec_datapath_binding_col_external_ids);
-  ovsdb_idl_add_column(h->idl, &sbrec_port_binding_col_logical_port);
-  ovsdb_idl_add_column(h->idl, &sbrec_port_binding_col_type);
-  ovsdb_idl_add_column(h->idl, &sbrec_port_binding_col_chassis);
-  ovsdb_idl_add_column(h->idl, &sbrec_port_binding_col_additional_chassis);
-  ovsdb_idl_add_column(h->idl, &sbrec_port_binding_col_datapath);
-  ovsdb_idl_add_column(h->idl, &sbrec_port_binding_col_mac);
-  ovsdb_idl_add_column(h->idl, &sbrec_port_binding_col_external_ids);
-
-  struct ovsdb_idl_condition chassis = OVSDB_IDL_CONDITION_INIT(&chassis);
-  sbrec_chassis_add_clause_name(&chassis, OVSDB_F_EQ, st->chassis_name);
-  sbrec_chassis_set_condition(h->idl, &chassis);
-  ovsdb_idl_condition_destroy(&chassis);
-
-  struct ovsdb_idl_condition priv = OVSDB_IDL_CONDITION_INIT(&priv);
-  sbrec_chassis_private_add_clause_name(&priv, OVSDB_F_EQ, st->chassis_name);
-  sbrec_chassis_private_set_condition(h->idl, &priv);
-  ovsdb_idl_condition_destroy(&priv);
-
-  okna_sb_idl_set_metadata_datapaths(h, 0, NULL, 0);
-  return h;
-}
-
-static int uuid_cmp(const void* a, const void* b) {
-  return uuid_compare_3way(a, b);
-}
-
-unsigned int okna_sb_idl_set_metadata_datapaths(okna_sb_idl* h, int metadata,
-                                                const char* const* datapaths, size_t n) {
-  struct okna_sb_view_state* st = h ? view_state(h) : NULL;
-  if (!st) {
-    return 0;
-  }
-  char own[UUID_LEN + 1] = "";
-  okna_sb_idl_own_chassis_uuid(h, own);
-
-  struct uuid* dps = xcalloc(n ? n : 1, sizeof *dps);
-  size_t n_dps = 0;
-  for (size_t i = 0; metadata && i < n; i++) {
-    if (uuid_from_string(&dps[n_dps], datapaths[i])) {
-      n_dps++;
-    }
-  }
-  qsort(dps, n_dps, sizeof *dps, uuid_cmp);
-
-  if (st->sent && st->metadata == metadata && !strcmp(st->own_uuid, own) &&
-      st->n_datapaths == n_dps && !memcmp(st->datapaths, dps, n_dps * sizeof *dps)) {
-    free(dps);
-    return st->expected_seqno;
-  }
-  free(st->datapaths);
-  st->datapaths = dps;
-  st->n_datapaths = n_dps;
-  st->metadata = metadata;
-  memcpy(st->own_uuid, own, sizeof own);
-  st->sent = 1;
-
-  struct ovsdb_idl_condition pbs = OVSDB_IDL_CONDITION_INIT(&pbs);
-  struct ovsdb_idl_condition dpb = OVSDB_IDL_CONDITION_INIT(&dpb);
-  sbrec_port_binding_add_clause_type(&pbs, OVSDB_F_EQ, "chassisredirect");
-  struct uuid own_uuid;
-  if (metadata && *own && uuid_from_string(&own_uuid, own)) {
-    sbrec_port_binding_add_clause_chassis(&pbs, OVSDB_F_EQ, &own_uuid);
-    struct uuid* one = &own_uuid;
-    sbrec_port_binding_add_clause_additional_chassis(&pbs, OVSDB_F_INCLUDES, &one, 1);
-  }
-  for (size_t i = 0; i < n_dps; i++) {
-    sbrec_port_binding_add_clause_datapath(&pbs, OVSDB_F_EQ, &dps[i]);
-    /* As the generated add_clause functions do: the IDL shares (refcounts) the datum's atoms,
-     * so they must live on the heap and be released with ovsdb_datum_destroy. */
-    union ovsdb_atom* atom = xmalloc(sizeof *atom);
-    atom->uuid = dps[i];
-    struct ovsdb_datum datum;
-    datum.refcnt = NULL;
-    datum.n = 1;
-    datum.keys = atom;
-    datum.values = NULL;
-    ovsdb_idl_condition_add_clause(&dpb, OVSDB_F_EQ, &uuid_column, &datum);
-    ovsdb_datum_destroy(&datum, &uuid_column.type);
-  }
-  /* No clause selects nothing (an empty condition is false). */
-  unsigned int a = sbrec_port_binding_set_condition(h->idl, &pbs);
-  unsigned int b = sbrec_datapath_binding_set_condition(h->idl, &dpb);
-  ovsdb_idl_condition_destroy(&pbs);
-  ovsdb_idl_condition_destroy(&dpb);
-  st->expected_seqno = a > b ? a : b;
-  return st->expected_seqno;
+static const char* own_name(const okna_sb_idl* h) {
+  return h->chassis_name ? h->chassis_name : "";
 }
 
 unsigned int okna_sb_idl_condition_seqno(const okna_sb_idl* h) {
@@ -191,10 +55,9 @@ unsigned int okna_sb_idl_condition_seqno(const okna_sb_idl* h) {
 }
 
 int okna_sb_idl_own_chassis_uuid(okna_sb_idl* h, char uuid[37]) {
-  const struct okna_sb_view_state* st = view_state(h);
   const struct sbrec_chassis* ch;
   SBREC_CHASSIS_FOR_EACH(ch, h->idl) {
-    if (!strcmp(ch->name, st->chassis_name)) {
+    if (!strcmp(ch->name, own_name(h))) {
       snprintf(uuid, UUID_LEN + 1, UUID_FMT, UUID_ARGS(&ch->header_.uuid));
       return 1;
     }
@@ -211,7 +74,7 @@ void okna_sb_idl_foreach_port(okna_sb_idl* h, okna_sb_port_view_cb cb, void* ctx
   if (!h || !cb) {
     return;
   }
-  const char* own = view_state(h)->chassis_name;
+  const char* own = own_name(h);
   const struct sbrec_port_binding* pb;
   SBREC_PORT_BINDING_FOR_EACH(pb, h->idl) {
     char row_uuid[UUID_LEN + 1];
@@ -264,7 +127,7 @@ long long okna_sb_idl_nb_cfg(okna_sb_idl* h) {
 }
 
 static const struct sbrec_chassis_private* own_private(okna_sb_idl* h) {
-  const char* own = view_state(h)->chassis_name;
+  const char* own = own_name(h);
   const struct sbrec_chassis_private* row;
   SBREC_CHASSIS_PRIVATE_FOR_EACH(row, h->idl) {
     if (!strcmp(row->name, own)) {

@@ -3,16 +3,16 @@
  * thread).
  *
  * The Southbound "chassis view" is one SB connection per agent that serves both the gateway
- * drain and the metadata service. It is conditionally monitored, like ovn-controller with
- * ovn-monitor-all=false, so that what the agent receives grows with what this chassis hosts and
- * not with the size of the cloud:
+ * drain and the metadata service (the transport merges their monitor requests). It is
+ * conditionally monitored, like ovn-controller with ovn-monitor-all=false, so that what the
+ * agent receives grows with what this chassis hosts and not with the size of the cloud:
  *   Chassis, Chassis_Private   the row named after this chassis only
  *   SB_Global                  the one row (nb_cfg, echoed for Neutron's agent liveness)
  *   Port_Binding               type chassisredirect (gateway drain); with metadata on, also the
  *                              ports whose chassis is this chassis or whose additional_chassis
- *                              includes it, and every port of the datapaths given to
- *                              okna_sb_idl_set_metadata_datapaths()
- *   Datapath_Binding           the datapaths given to okna_sb_idl_set_metadata_datapaths()
+ *                              includes it, and every port of the datapaths hosting a VIF
+ *                              bound here (metadata/sb_participant.h)
+ *   Datapath_Binding           those datapaths
  * A reference to a row outside the replica reads as empty: a Port_Binding's chassis is non-empty
  * exactly when it is this chassis.
  */
@@ -37,15 +37,11 @@ void okna_ovs_idl_foreach_iface_external_id(okna_ovs_idl*, const char* bridge,
 
 /* ---- OVN_Southbound: the chassis view ------------------------------------------------------ */
 
-okna_sb_idl* okna_sb_idl_open_chassis_view(const char* remote, const char* chassis_name);
+/* The Southbound IDL is opened by the transport (ovs_monitor_glue.h: okna_sb_idl_open_empty,
+ * with this chassis's name), which sets the columns and conditions its participants ask for
+ * (the metadata participant, metadata/sb_participant.h, asks for the ones above). */
 
-/* Enables the metadata part of the conditions (0: chassisredirect ports only) and sets the
- * datapaths (UUID strings) whose ports and Datapath_Binding rows are wanted. The own Chassis row's
- * UUID is taken from the replica (no clause for it until it is there). Sends a condition change
- * only when the conditions differ from the last ones. Returns the condition sequence number the
- * replica reaches once the server applied them (compare with okna_sb_idl_condition_seqno). */
-unsigned int okna_sb_idl_set_metadata_datapaths(okna_sb_idl*, int metadata,
-                                                const char* const* datapaths, size_t n);
+/* The condition sequence number the replica has reached (see okna_sb_idl_set_condition). */
 unsigned int okna_sb_idl_condition_seqno(const okna_sb_idl*);
 /* 1 when the own Chassis row is in the replica; then writes its UUID (36 chars + NUL). */
 int okna_sb_idl_own_chassis_uuid(okna_sb_idl*, char uuid[37]);

@@ -157,7 +157,7 @@ build_asan() {
     -DOKNA_OVS_FROM=build "${san_flags[@]}" -DCMAKE_C_FLAGS_DEBUG=-g1 \
     -DCMAKE_CXX_FLAGS_DEBUG=-g1 &&
     nice_build build-asan --target unit_core unit_k8s unit_agent unit_placement unit_netns \
-    unit_metadata unit_ovsdb integration_agent_k8s openkeel-node-agent
+    unit_metadata unit_ovsdb unit_chassis integration_agent_k8s openkeel-node-agent
 }
 asan_tests() {
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -175,17 +175,19 @@ asan_tests() {
   return "$status"
 }
 build_tsan() {
-  # The IDL thread and the loop thread share the mailbox and the snapshots (integration_ovsdb,
-  # the in-process reconciler against a real ovsdb-server); the metadata service's loop thread
-  # and namespace worker (unit_metadata), and netns/'s worker thread (unit_netns).
+  # The IDL thread and the loop thread share the mailbox and the snapshots (integration_chassis
+  # and integration_metadata_view, the in-process reconciler against a real ovsdb-server); the
+  # metadata service's loop thread and namespace worker (unit_metadata), and netns/'s worker
+  # thread (unit_netns).
   # -O1 -g1: ThreadSanitizer's own advice is -O1 or more; line tables for the reports.
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOKNA_TSAN=ON \
     -DOKNA_OVS_FROM=build "${san_flags[@]}" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DOKNA_TEST_OPTIMIZE= &&
-    nice_build build-tsan --target integration_ovsdb unit_metadata unit_netns
+    nice_build build-tsan --target integration_chassis integration_metadata_view unit_metadata \
+      unit_netns
 }
 tsan_tests() {
-  # (The drain timeout is tested in simulated time, tests/unit/ovsdb/chassis_reconciler_test.cc,
+  # (The drain timeout is tested in simulated time, tests/unit/chassis/chassis_reconciler_test.cc,
   # so no test here is bounded by wall time that TSan's slowdown could exceed.)
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
   local status=0
@@ -251,7 +253,7 @@ if [[ "${SKIP_ASAN:-0}" != 1 ]]; then
   else
     failed+=("the ASan/UBSan build")
   fi
-  if phase "build (ThreadSanitizer: integration_ovsdb, unit_metadata, unit_netns)" build_tsan; then
+  if phase "build (ThreadSanitizer: integration_chassis, integration_metadata_view, unit_metadata, unit_netns)" build_tsan; then
     side "IDL thread, metadata and netns unit tests under ThreadSanitizer" \
       "the tests under ThreadSanitizer" tsan_tests
   else

@@ -5,8 +5,8 @@
 #include <set>
 #include <string>
 
+#include "chassis/chassis_reconciler.h"
 #include "k8s/objects.h"
-#include "ovsdb/chassis_reconciler.h"
 
 namespace okna::testing {
 

@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include "ovsdb/chassis_diff.h"
-#include "ovsdb/idl_thread.h"
-#include "ovsdb/ovsdb_applier.h"
+#include "chassis/chassis_diff.h"
+#include "chassis/chassis_participant.h"
+#include "chassis/ovsdb_applier.h"
 
 namespace okna::testing {
 
@@ -112,11 +112,6 @@ class FakeOvsdb {
       apply(state, ovsdb::diffChassis(desired, *state.snapshot.ovs));
       state.snapshot.convergedGeneration = generation;
       state.publishSnapshot();
-    }
-    void submitMetadata(std::shared_ptr<const ovsdb::DesiredMetadataOvs>,
-                        std::uint64_t generation) override {
-      state_->snapshot.metadataConvergedGeneration = generation;
-      state_->publishSnapshot();
     }
     void stop() override { state_->started = false; }
 

@@ -43,10 +43,10 @@
 #include "core/http_fields.h"
 #include "core/shared_value.h"
 #include "metadata/config.h"
+#include "metadata/metadata_ports.h"
 #include "metadata/planner.h"
 #include "metadata/proxy.h"
-#include "ovsdb/metadata_ports.h"
-#include "ovsdb/sb_values.h"
+#include "metadata/sb_values.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {

@@ -11,9 +11,9 @@
 
 #include <filesystem>
 
+#include "chassis/chassis_reconciler.h"
 #include "core/health.h"
 #include "core/metrics.h"
-#include "ovsdb/chassis_reconciler.h"
 #include "tests/fakes/chassis_plan.h"
 #include "tests/integration/ovsdb/ovs_test_util.h"
 

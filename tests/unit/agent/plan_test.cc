@@ -13,10 +13,10 @@
 #include <sstream>
 
 #include "agent/plan_appliers.h"
+#include "chassis/chassis_reconciler.h"
 #include "core/health.h"
 #include "core/logging.h"
 #include "core/metrics.h"
-#include "ovsdb/chassis_reconciler.h"
 #include "placement/reconciler.h"
 #include "tests/fakes/fake_ovsdb.h"
 #include "tests/fakes/manual_clock.h"

@@ -2,7 +2,7 @@
 // Southbound rows for the planner's tests: a datapath's metadata port (localport).
 #include <string>
 
-#include "ovsdb/metadata_ports.h"
+#include "metadata/metadata_ports.h"
 
 namespace okna::metadata::sb_rows {
 

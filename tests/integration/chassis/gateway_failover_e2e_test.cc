@@ -1,0 +1,308 @@
+// The planned gateway failover end to end, on a REAL OVN chassis (tests/fixtures/ovn: OVS
+// userspace datapath, NB/SB, northd, ovn-controller) with a router whose gateway port is
+// scheduled here, and a stand-in for Neutron ML2/OVN's rescheduling: on the SB Chassis update
+// that takes enable-chassis-as-gw away, it moves the router port's Gateway_Chassis to a chassis
+// that is still a gateway candidate, as OVNL3RouterPlugin.schedule_unhosted_gateways does.
+// Shown: the flag is cleared first, the mappings / bridge / NIC stay until the gateway left this
+// chassis, then they go. Root only (the fixture's namespace and ovs-vswitchd).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "chassis/chassis_reconciler.h"
+#include "core/health.h"
+#include "core/metrics.h"
+#include "k8s/events.h"
+#include "tests/fakes/chassis_plan.h"
+#include "tests/fakes/fake_cluster.h"
+#include "tests/fakes/fake_http_client.h"
+#include "tests/fixtures/ovn/ovn_chassis_fixture.h"
+#include "tests/integration/ovsdb/ovs_test_util.h"
+
+namespace okna::ovsdb {
+namespace {
+
+using namespace std::chrono_literals;
+using okna::testing::LoopRunner;
+using okna::testing::OvnChassis;
+using Strings = std::vector<std::string>;
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::string must(const okna::testing::CommandResult& r, const std::string& what) {
+  if (!r.ok()) throw std::runtime_error(what + " failed: " + r.err);
+  return trimmed(r.out);
+}
+
+// What Neutron's OVN mechanism driver does for a router gateway port when a SB Chassis stops
+// being a gateway candidate: its Gateway_Chassis entries on chassis that are no longer
+// candidates are replaced by a candidate (schedule_unhosted_gateways -> _reschedule_lrp ->
+// the scheduler's "select", with the remaining candidates). A candidate is a SB Chassis whose
+// ovn-cms-options (other_config, or external_ids on old chassis) has enable-chassis-as-gw.
+class NeutronRescheduler {
+ public:
+  NeutronRescheduler(const OvnChassis& chassis, std::string routerPort)
+      : chassis_(chassis), port_(std::move(routerPort)) {}
+
+  /** One SB Chassis "update event": reschedules if a scheduled chassis is no longer a candidate.
+   *  Returns true when it moved the gateway. */
+  bool poll() {
+    const Strings candidates = gatewayCandidates();
+    const Strings scheduled = scheduledChassis();
+    Strings gone;
+    for (const auto& c : scheduled)
+      if (std::find(candidates.begin(), candidates.end(), c) == candidates.end()) gone.push_back(c);
+    if (gone.empty()) return false;
+    std::string target;
+    for (const auto& c : candidates)
+      if (std::find(scheduled.begin(), scheduled.end(), c) == scheduled.end()) target = c;
+    for (const auto& c : gone)
+      must(chassis_.nbctl({"lrp-del-gateway-chassis", port_, c}), "lrp-del-gateway-chassis");
+    if (!target.empty())
+      must(chassis_.nbctl({"lrp-set-gateway-chassis", port_, target, "1"}),
+           "lrp-set-gateway-chassis");
+    ++moves_;
+    return true;
+  }
+  int moves() const { return moves_; }
+
+ private:
+  Strings gatewayCandidates() const {
+    const auto doc = nlohmann::json::parse(
+        must(chassis_.sbctl(
+                 {"--format=json", "--columns=name,other_config,external_ids", "list", "Chassis"}),
+             "list Chassis"));
+    Strings out;
+    for (const auto& row : doc["data"]) {
+      bool gw = false;
+      for (int col : {1, 2})
+        for (const auto& kv : row[col][1])
+          if (kv[0] == "ovn-cms-options" &&
+              kv[1].get<std::string>().find("enable-chassis-as-gw") != std::string::npos)
+            gw = true;
+      if (gw) out.push_back(row[0].get<std::string>());
+    }
+    return out;
+  }
+  Strings scheduledChassis() const {
+    const std::string out = must(chassis_.nbctl({"lrp-get-gateway-chassis", port_}), "get gw");
+    Strings names;
+    std::istringstream lines(out);
+    for (std::string line; std::getline(lines, line);) {
+      // "lrp-ext-okof-chassis-x     1": the Gateway_Chassis name is "<port>-<chassis>".
+      const std::string name = line.substr(0, line.find_first_of(" \t"));
+      if (name.rfind(port_ + "-", 0) == 0) names.push_back(name.substr(port_.size() + 1));
+    }
+    return names;
+  }
+
+  const OvnChassis& chassis_;
+  std::string port_;
+  int moves_ = 0;
+};
+
+TEST(GatewayFailoverEndToEnd, FlagFirstMappingsKeptUntilTheGatewayLeftThenRemoved) {
+  OKNA_SKIP_WITHOUT_OVN_CHASSIS();
+  OvnChassis chassis;
+  const std::string here = chassis.chassis_name();
+  // A second gateway chassis (no ovn-controller behind it: it never claims, as a chassis that is
+  // still starting would not).
+  must(chassis.sbctl({"chassis-add", "okof-other-gw", "geneve", "192.0.2.11"}), "chassis-add");
+  must(chassis.sbctl({"set", "Chassis", "okof-other-gw",
+                      "other_config:ovn-cms-options=enable-chassis-as-gw"}),
+       "set other gw");
+  // The external network (provider physnet1) and a router with its gateway port on it, scheduled
+  // here, as Neutron writes them (a localnet port; the router port's peer of type router).
+  for (const Strings& cmd : std::vector<Strings>{
+           {"ls-add", "okof-ext"},
+           {"lsp-add", "okof-ext", "provnet-ext", "--", "lsp-set-type", "provnet-ext", "localnet",
+            "--", "lsp-set-addresses", "provnet-ext", "unknown", "--", "lsp-set-options",
+            "provnet-ext", "network_name=physnet1"},
+           {"lr-add", "okof-r1"},
+           {"lrp-add", "okof-r1", "lrp-ext", "fa:16:3e:00:00:01", "172.24.4.1/24"},
+           {"lsp-add", "okof-ext", "ext-r1", "--", "lsp-set-type", "ext-r1", "router", "--",
+            "lsp-set-addresses", "ext-r1", "router", "--", "lsp-set-options", "ext-r1",
+            "router-port=lrp-ext"},
+           {"lrp-set-gateway-chassis", "lrp-ext", here, "1"}})
+    must(chassis.nbctl(cmd), "nbctl " + cmd[0]);
+  // The external NIC: a veth end where ovs-vswitchd runs.
+  must(chassis.in_hv({"ip", "link", "add", "okfext0", "type", "veth", "peer", "name", "okfext0p"}),
+       "ip link add");
+
+  boost::asio::io_context io;
+  LoopRunner loop(io);
+  core::MetricsRegistry metrics;
+  core::HealthRegistry health;
+  okna::testing::FakeHttpClient http;
+  k8s::ApiClient api(http, okna::testing::fakeCluster());
+  k8s::EventRecorder events(api, {"net-1", "uid-1", "openkeel-node-agent"});
+  OvsConfig config;
+  config.enabled = true;
+  config.remote = chassis.ovs_remote();
+  config.stateFile = "";
+  config.drainTimeout = 120s;  // far beyond the test's bounds: passing means "drained"
+  ChassisReconciler agent(io, config, metrics, health, &events);
+
+  k8s::NodeInfo node;
+  node.name = "net-1";
+  node.labels = {{"topology.kubernetes.io/zone", "az1"}, {kExternalNicKey, "okfext0"}};
+  node.annotations = {{kBridgeMappingsKey, "physnet1:br-ex"}};
+
+  const auto ovsId = [&](const std::string& key) {
+    const auto r =
+        chassis.vsctl({"--if-exists", "get", "Open_vSwitch", ".", "external_ids:" + key});
+    return r.ok() ? trimmed(r.out) : std::string();
+  };
+  const auto crChassis = [&] {
+    const std::string uuid = must(chassis.sbctl({"--bare", "--columns=chassis", "find",
+                                                 "Port_Binding", "logical_port=cr-lrp-ext"}),
+                                  "find cr-lrp-ext");
+    if (uuid.empty()) return std::string();
+    return must(chassis.sbctl({"--bare", "--columns=name", "list", "Chassis", uuid}), "chassis");
+  };
+  const auto sbFlagHere = [&] {
+    const auto r =
+        chassis.sbctl({"--if-exists", "get", "Chassis", here, "other_config:ovn-cms-options"});
+    return r.ok() && r.out.find("enable-chassis-as-gw") != std::string::npos;
+  };
+  const auto networkHere = [&] {
+    return ovsId("ovn-bridge-mappings") == "\"physnet1:br-ex\"" &&
+           chassis.vsctl({"port-to-br", "okfext0"}).out == "br-ex\n";
+  };
+  // The agent's part: the mappings and its NIC leave. The bridge itself goes only once
+  // ovn-controller removed its patch port from it (ovn-controller 23.03 does that on its next
+  // wake-up, ~10 s later on an idle chassis), so it is waited for apart.
+  const auto networkGone = [&] {
+    return ovsId("ovn-bridge-mappings").empty() &&
+           chassis.vsctl({"port-to-br", "okfext0"}).exit_code != 0;
+  };
+  const auto bridgeGone = [&] { return chassis.vsctl({"br-exists", "br-ex"}).exit_code == 2; };
+  const auto ovsState = [&] {
+    return "mappings [" + ovsId("ovn-bridge-mappings") + "], br-ex ports [" +
+           trimmed(chassis.vsctl({"list-ports", "br-ex"}).out) + "], ovn-controller " +
+           (chassis.daemon_running("ovn-controller") ? "running" : "NOT running");
+  };
+
+  // A gateway: the flag reaches the SB Chassis, ovn-controller claims the gateway port here,
+  // and the agent has seen the claim (on a loaded machine its snapshot can trail the SB by a
+  // moment: a role change before that finds no gateway port to drain, correctly).
+  okna::testing::planAndUpdate(agent, node, {"network"});
+  const auto agentSeesGatewayHere = [&] {
+    const auto& s = agent.snapshot();
+    return s && std::find(s->sb.gatewayPorts.begin(), s->sb.gatewayPorts.end(), "cr-lrp-ext") !=
+                    s->sb.gatewayPorts.end();
+  };
+  ASSERT_TRUE(loop.runUntil(
+      [&] {
+        return sbFlagHere() && networkHere() && crChassis() == here && agentSeesGatewayHere();
+      },
+      60s))
+      << "flag in SB " << sbFlagHere() << ", cr-lrp-ext on " << crChassis()
+      << ", seen by the agent " << agentSeesGatewayHere();
+
+  // The operator takes the network role away (and the node's external network with it).
+  NeutronRescheduler neutron(chassis, "lrp-ext");
+  k8s::NodeInfo plain = node;
+  plain.labels = {{"topology.kubernetes.io/zone", "az1"}};
+  plain.annotations.clear();
+  okna::testing::planAndUpdate(agent, plain, {"compute"});
+
+  bool flagGoneWithNetworkHere = false;
+  bool mappingsRemovedWhileBound = false;
+  ASSERT_TRUE(loop.runUntil(
+      [&] {
+        // Read OVS first, then the SB: "network gone" at t1 and "still bound here" at t2 > t1
+        // would mean the mappings went while the gateway was here.
+        const bool here1 = networkHere();
+        const bool gone1 = networkGone();
+        const bool flag = sbFlagHere();
+        const std::string bound = crChassis();
+        if (!flag && here1) flagGoneWithNetworkHere = true;
+        if (gone1 && bound == here) mappingsRemovedWhileBound = true;
+        // Neutron acts only on the flag gone; the agent drops the network only once the gateway
+        // left (checked above). So the network seen here just before Neutron moved the gateway
+        // was here while the flag was gone, even when the sampling above missed that window
+        // (the agent may take only ~30 ms from the move to the mappings' removal).
+        const bool hereBeforeNeutron = networkHere();
+        const int movesBefore = neutron.moves();
+        neutron.poll();  // the SB Chassis update event reaches Neutron
+        if (neutron.moves() > movesBefore && hereBeforeNeutron) flagGoneWithNetworkHere = true;
+        return gone1;
+      },
+      60s))
+      << ovsState() << ", cr-lrp-ext on " << crChassis() << ", neutron moves " << neutron.moves();
+  ASSERT_TRUE(loop.runUntil(bridgeGone, 90s)) << ovsState();
+  EXPECT_TRUE(flagGoneWithNetworkHere) << "the flag must go while the network is still here";
+  EXPECT_FALSE(mappingsRemovedWhileBound);
+  EXPECT_EQ(neutron.moves(), 1);
+  EXPECT_NE(crChassis(), here);
+  EXPECT_EQ(ovsId("ovn-cms-options"), "");
+  EXPECT_EQ(trimmed(must(chassis.nbctl({"lrp-get-gateway-chassis", "lrp-ext"}), "get"))
+                .rfind("lrp-ext-okof-other-gw", 0),
+            0u);
+  Strings reasons;
+  for (const auto& p : http.all())
+    if (p->request.method == "POST")
+      reasons.push_back(nlohmann::json::parse(p->request.body)["reason"].get<std::string>());
+  EXPECT_EQ(reasons, (Strings{"GatewayDrainStarted", "GatewayDrained"}));
+  agent.stop();
+}
+
+// A NIC ovs-vswitchd cannot open: today the agent stayed ready with a broken br-ex.
+TEST(OvsVswitchdFailures, AMissingExternalNicIsReportedNotReadyMetricAndEvent) {
+  OKNA_SKIP_WITHOUT_OVN_CHASSIS();
+  OvnChassis chassis;
+  boost::asio::io_context io;
+  LoopRunner loop(io);
+  core::MetricsRegistry metrics;
+  core::HealthRegistry health;
+  okna::testing::FakeHttpClient http;
+  k8s::ApiClient api(http, okna::testing::fakeCluster());
+  k8s::EventRecorder events(api, {"net-1", "uid-1", "openkeel-node-agent"});
+  OvsConfig config;
+  config.enabled = true;
+  config.remote = chassis.ovs_remote();
+  config.stateFile = "";
+  ChassisReconciler agent(io, config, metrics, health, &events);
+  k8s::NodeInfo node;
+  node.name = "net-1";
+  node.labels = {{kExternalNicKey, "okfnosuch0"}};
+  node.annotations = {{kBridgeMappingsKey, "physnet1:br-ex"}};
+  okna::testing::planAndUpdate(agent, node, {"network"});
+
+  const auto ovsdbCheck = [&] {
+    for (const auto& c : health.readiness())
+      if (c.name == "ovsdb") return c;
+    return core::HealthRegistry::Check{};
+  };
+  ASSERT_TRUE(loop.runUntil(
+      [&] {
+        return okna::testing::metricValue(metrics.render(), "okna_ovsdb_failed_interfaces") == 1;
+      },
+      30s))
+      << metrics.render();
+  EXPECT_FALSE(ovsdbCheck().ok);
+  EXPECT_NE(ovsdbCheck().detail.find("bridge br-ex port okfnosuch0"), std::string::npos)
+      << ovsdbCheck().detail;
+  Strings reasons;
+  for (const auto& p : http.all())
+    if (p->request.method == "POST")
+      reasons.push_back(nlohmann::json::parse(p->request.body)["reason"].get<std::string>());
+  EXPECT_EQ(std::count(reasons.begin(), reasons.end(), "OvsInterfaceFailed"), 1);
+
+  // Fixed (the label names a NIC that exists): ready again.
+  must(chassis.in_hv({"ip", "link", "add", "okfext1", "type", "veth", "peer", "name", "okfext1p"}),
+       "ip link add");
+  node.labels = {{kExternalNicKey, "okfext1"}};
+  okna::testing::planAndUpdate(agent, node, {"network"});
+  ASSERT_TRUE(loop.runUntil([&] { return ovsdbCheck().ok; }, 30s)) << ovsdbCheck().detail;
+  EXPECT_EQ(okna::testing::metricValue(metrics.render(), "okna_ovsdb_failed_interfaces"), 0);
+  agent.stop();
+}
+
+}  // namespace
+}  // namespace okna::ovsdb
