@@ -1,24 +1,43 @@
 #pragma once
-// `--dry-run --ovsdb REMOTE` for the metadata service: one read-only look at the local OVSDB and
-// the Southbound (the same conditional monitor as the live agent, no transaction, no liveness
-// keys), planned by the same pure planner, against the ovnmeta-* namespaces of this host.
+// `--dry-run --ovsdb REMOTE`: one read-only look at the local OVSDB and the Southbound (the live
+// agent's IDL thread with OvsConfig::readOnly: the same conditional monitor, no transaction, no
+// liveness keys), then the live agent's own decisions on what it saw: the chassis decision
+// (ovsdb/chassis_decision.h: the external NIC's check with the host's real NIC facts, the
+// gateway drain's step) and the metadata namespaces' (metadata/namespace_decision.h) against
+// the ovnmeta-* namespaces of this host.
 
 #include <chrono>
+#include <memory>
 #include <nlohmann/json_fwd.hpp>
+#include <string>
 
 #include "core/result.h"
 #include "metadata/config.h"
 #include "ovsdb/config.h"
 
+namespace okna::ovsdb {
+struct Snapshot;
+}
+
 namespace okna::agent {
 
+/** Observes once: waits (at most `timeout`, blocking the caller) for the local OVSDB, and for
+ *  the Southbound's chassis view when a remote and a chassis name are known (without it the
+ *  gateway drain is decided as not synced, as the live agent's first decision is); with
+ *  `metadata`, the Southbound metadata view must be complete (an error otherwise). */
+core::Result<std::shared_ptr<const ovsdb::Snapshot>> observeOnce(const ovsdb::OvsConfig& ovs,
+                                                                 bool metadata,
+                                                                 std::chrono::milliseconds timeout);
+
 /** {"chassis", "southbound": "synced" or why nothing may be removed (planner.h: no VM port
- *  bound here while VMs are on br-int), "namespaces": [{"network", "namespace", "action":
- *  "create"|"keep", "mac", "addresses", "metadataPort", "vmAddresses"}], "remove": [names],
- *  "warnings": [...]}. Blocks the caller at most `timeout`. */
-core::Result<nlohmann::json> readMetadataPlanOnce(const ovsdb::OvsConfig& ovs,
-                                                  const metadata::MetadataConfig& config,
-                                                  std::chrono::milliseconds timeout);
+ *  bound here while VMs are on br-int), "decisions": decisionsToJson (every namespace: create,
+ *  keep, remove or hold, and why), "namespaces": [{"network", "namespace", "action":
+ *  "create"|"keep", "reason", "mac", "addresses", "metadataPort", "hostInterface",
+ *  "vmAddresses"}], "remove": [names], "hold": [names], "warnings": [...]}: decideMetadata on
+ *  the snapshot and the host's ovnmeta-* namespaces. */
+core::Result<nlohmann::json> decideMetadataOnce(const ovsdb::Snapshot& snapshot,
+                                                const metadata::MetadataConfig& config,
+                                                bool active);
 
 /** The text rendering of that JSON for --output text. */
 std::string metadataPlanToText(const nlohmann::json& plan);
