@@ -107,12 +107,13 @@ int runDryRun(const AgentConfig& config, const DryRunOptions& options, const std
                            : ovsdb::diffChassis(chassis.effective, *snapshot.ovs);
     diff = ovsdb::diffToJson(ops);
     if (plan.metadata.active) {
-      auto read = decideMetadataOnce(snapshot, config.metadata, plan.metadata.active);
-      if (!read) {
-        err << "error: " << read.error().message << "\n";
+      auto namespaces = listMetadataNamespaces();
+      if (!namespaces) {
+        err << "error: " << namespaces.error().message << "\n";
         return 1;
       }
-      metadataPlan = std::move(*read);
+      metadataPlan =
+          decideMetadataOnce(snapshot, config.metadata, plan.metadata.active, *namespaces);
     }
   }
   if (options.output == "json") {

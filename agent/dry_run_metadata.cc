@@ -63,12 +63,16 @@ core::Result<std::shared_ptr<const ovsdb::Snapshot>> observeOnce(
   return snapshot;
 }
 
-core::Result<nlohmann::json> decideMetadataOnce(const ovsdb::Snapshot& snapshot,
-                                                const metadata::MetadataConfig& config,
-                                                bool active) {
+core::Result<std::set<std::string>> listMetadataNamespaces() {
   netns::NetlinkImpl netlink;
   auto existing = netlink.listNamespaces("ovnmeta-");
   if (!existing) return existing.error();
+  return std::set<std::string>(existing->begin(), existing->end());
+}
+
+nlohmann::json decideMetadataOnce(const ovsdb::Snapshot& snapshot,
+                                  const metadata::MetadataConfig& config, bool active,
+                                  const std::set<std::string>& namespaces) {
   // The integration bridge as the live metadata service takes it.
   const auto bridge = snapshot.ovs->externalIds.find("ovn-bridge");
   metadata::MetadataDecisionInputs in;
@@ -77,7 +81,7 @@ core::Result<nlohmann::json> decideMetadataOnce(const ovsdb::Snapshot& snapshot,
   // A new agent process: no previous plan; the VM interfaces on br-int judge the Southbound.
   in.local = {snapshot.integrationVmIfaceIds, nullptr,
               bridge == snapshot.ovs->externalIds.end() ? "br-int" : bridge->second};
-  in.namespaces.insert(existing->begin(), existing->end());
+  in.namespaces = namespaces;
   const metadata::MetadataDecision decision = metadata::decideMetadata(snapshot.sb.metadata, in);
   const metadata::MetadataPlan& plan = decision.plan;
 

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
+#include <set>
 #include <string>
 
 #include "core/result.h"
@@ -29,15 +30,18 @@ core::Result<std::shared_ptr<const ovsdb::Snapshot>> observeOnce(const ovsdb::Ov
                                                                  bool metadata,
                                                                  std::chrono::milliseconds timeout);
 
+/** The ovnmeta-* namespaces on this host (read-only). */
+core::Result<std::set<std::string>> listMetadataNamespaces();
+
 /** {"chassis", "southbound": "synced" or why nothing may be removed (planner.h: no VM port
  *  bound here while VMs are on br-int), "decisions": decisionsToJson (every namespace: create,
  *  keep, remove or hold, and why), "namespaces": [{"network", "namespace", "action":
  *  "create"|"keep", "reason", "mac", "addresses", "metadataPort", "hostInterface",
  *  "vmAddresses"}], "remove": [names], "hold": [names], "warnings": [...]}: decideMetadata on
- *  the snapshot and the host's ovnmeta-* namespaces. */
-core::Result<nlohmann::json> decideMetadataOnce(const ovsdb::Snapshot& snapshot,
-                                                const metadata::MetadataConfig& config,
-                                                bool active);
+ *  the snapshot and the host's ovnmeta-* namespaces (listMetadataNamespaces). */
+nlohmann::json decideMetadataOnce(const ovsdb::Snapshot& snapshot,
+                                  const metadata::MetadataConfig& config, bool active,
+                                  const std::set<std::string>& namespaces);
 
 /** The text rendering of that JSON for --output text. */
 std::string metadataPlanToText(const nlohmann::json& plan);

@@ -13,11 +13,14 @@
 #include <sstream>
 
 #include "agent/dry_run.h"
+#include "agent/dry_run_metadata.h"
 #include "agent/plan.h"
 #include "core/health.h"
 #include "core/metrics.h"
 #include "core/yaml_field.h"
+#include "metadata/reconciler.h"
 #include "ovsdb/chassis_reconciler.h"
+#include "ovsdb/idl_thread.h"
 #include "ovsdb/ownership.h"
 #include "tests/integration/ovsdb/ovs_test_util.h"
 
@@ -192,5 +195,105 @@ TEST_F(DryRunParityTest, BothHoldTheNetworkDuringAGatewayDrain) {
   EXPECT_EQ(state(after["decision"]), state(dry["decision"]));
 }
 
+// The live metadata applier's host side, recorded: which namespaces it ensured (creating those
+// not on the host) and removed.
+class RecordingPlumbing : public metadata::Plumbing {
+ public:
+  explicit RecordingPlumbing(std::set<std::string> host) : host_(std::move(host)) {}
+  core::Result<Ensured> ensure(const metadata::NetworkPlan& n) override {
+    Ensured e;
+    e.namespaceCreated = !host_.count(n.namespaceName);
+    done[n.namespaceName] = e.namespaceCreated ? "create" : "keep";
+    host_.insert(n.namespaceName);
+    return e;
+  }
+  core::Status remove(const std::string& ns) override {
+    done[ns] = "remove";
+    host_.erase(ns);
+    return {};
+  }
+  core::Result<std::vector<std::string>> list() override {
+    return std::vector<std::string>(host_.begin(), host_.end());
+  }
+  core::Result<int> listen(const metadata::NetworkPlan&, const std::string&, int) override {
+    return ::dup(0);
+  }
+  std::map<std::string, std::string> done;
+
+ private:
+  std::set<std::string> host_;
+};
+
+class NoListeners : public metadata::Listeners {
+ public:
+  core::Status addListener(const std::string&, int fd) override {
+    ::close(fd);
+    return {};
+  }
+  void removeNetwork(const std::string&) override {}
+};
+
+// On a real Southbound (network A's VM bound here, its namespace already on the host; network
+// C's VM bound here, no namespace; network B's VM on another chassis; a namespace of a network
+// gone), the dry run's metadata decisions (its own one read-only observation) are what the live
+// metadata applier does with the same view and the same host namespaces: keep A, create C,
+// remove the gone one, nothing for B.
+TEST_F(DryRunParityTest, MetadataNamespacesAreDecidedAliveAndDry) {
+  ovs_->vsctl({"add-br", "br-int"});
+  const std::string chassis =
+      sb_->sbctl({"--bare", "--columns=_uuid", "find", "Chassis", "name=chassis-1"});
+  sb_->sbctl({"create", "Chassis_Private", "name=chassis-1", "chassis=" + chassis});
+  sb_->sbctl({"chassis-add", "chassis-2", "geneve", "192.0.2.11"});
+  const std::string other =
+      sb_->sbctl({"--bare", "--columns=_uuid", "find", "Chassis", "name=chassis-2"});
+  int key = 10;
+  for (const auto& [net, where] : std::vector<std::pair<std::string, std::string>>{
+           {"a", chassis}, {"b", other}, {"c", chassis}}) {
+    const std::string octet = std::to_string(key);
+    const std::string dp = sb_->sbctl({"create", "Datapath_Binding", "tunnel_key=" + octet,
+                                       "external_ids:name=neutron-net-" + net});
+    sb_->sbctl({"create", "Port_Binding", "logical_port=md-" + net, "type=localport",
+                "tunnel_key=1", "datapath=" + dp,
+                "mac=\"fa:16:3e:00:" + octet + ":01 10." + octet + ".0.2\"",
+                "external_ids:\"neutron:cidrs\"=\"10." + octet + ".0.2/24\"",
+                "external_ids:\"neutron:device_owner\"=\"network:distributed\""});
+    sb_->sbctl({"create", "Port_Binding", "logical_port=vm-" + net, "tunnel_key=2",
+                "datapath=" + dp, "mac=\"fa:16:3e:00:" + octet + ":10 10." + octet + ".0.10\"",
+                "external_ids:\"neutron:device_id\"=\"inst-" + net + "\"", "chassis=" + where});
+    ++key;
+  }
+  const std::set<std::string> host = {"ovnmeta-net-a", "ovnmeta-net-gone"};
+  writeNode({{"node-role.openkeel.io/compute", ""}}, {}, "192.0.2.10");
+
+  // The dry run's own steps: observe once, decide on what it saw.
+  auto observed = agent::observeOnce(config_.ovs, true, 10s);
+  ASSERT_TRUE(observed.ok()) << observed.error().message;
+  const ovsdb::Snapshot& snapshot = **observed;
+  const auto dry = agent::decideMetadataOnce(snapshot, config_.metadata, true, host);
+  ASSERT_EQ(dry["southbound"], "synced") << dry.dump(2);
+  std::map<std::string, std::string> decided;
+  for (const auto& d : dry["decisions"])
+    if (d["action"] != "hold") decided[d["namespace"]] = d["action"];
+  EXPECT_EQ(decided, (std::map<std::string, std::string>{{"ovnmeta-net-a", "keep"},
+                                                         {"ovnmeta-net-c", "create"},
+                                                         {"ovnmeta-net-gone", "remove"}}))
+      << dry.dump(2);
+
+  // The live applier on the same view and host.
+  core::AsioClock clock(io_);
+  RecordingPlumbing plumbing(host);
+  NoListeners listeners;
+  metadata::Reconciler live(
+      io_, clock, {}, plumbing, [](std::function<void()> job) { job(); }, listeners,
+      [](std::shared_ptr<const DesiredMetadataOvs>) {}, metrics_, health_);
+  live.setActive(true);
+  live.update(snapshot.sb.metadata, "br-int", core::SharedValue<std::set<std::string>>{},
+              core::SharedValue<std::set<std::string>>{}, snapshot.integrationVmIfaceIds);
+  EXPECT_TRUE(loop_.runUntil([&] { return plumbing.done.size() >= decided.size(); }));
+  while (io_.poll() > 0) {
+  }  // and nothing more: every ready handler has run (the worker runs inline)
+  EXPECT_EQ(plumbing.done, decided);
+  live.stop();
+}
 }  // namespace
 }  // namespace okna::ovsdb::parity_test
