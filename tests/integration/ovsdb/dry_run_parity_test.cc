@@ -144,6 +144,15 @@ TEST_F(DryRunParityTest, BothRefuseAnExternalNicCarryingTheNodesAddress) {
   EXPECT_FALSE(anyOpNames(dry, "add port lo"))
       << "the dry run would plug lo: " << dry["diff"].dump(2);
 
+  // --output text says it too.
+  std::ostringstream text, err;
+  ASSERT_EQ(agent::runDryRun(config_, {nodeFile_, "", "text"}, ovs_->remote(), text, err), 0)
+      << err.str();
+  EXPECT_NE(text.str().find("ovs decision on " + ovs_->remote() +
+                            ":\n  external NIC not plugged: label " + kExternalNicKey),
+            std::string::npos)
+      << text.str();
+
   const auto r = live(node);
   ASSERT_TRUE(r->decision());
   EXPECT_EQ(state(decisionToJson(*r->decision())), state(dry["decision"]));
