@@ -1,12 +1,20 @@
 #include "agent/dry_run.h"
 
+#include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
 #include "agent/dry_run_metadata.h"
 #include "agent/plan.h"
+#include "chassis/chassis_decision.h"
+#include "chassis/chassis_participant.h"
+#include "chassis/chassis_reconciler.h"
+#include "chassis/host_nics.h"
 #include "chassis/live_read.h"
+#include "chassis/ownership_state_file.h"
+#include "core/clock.h"
 #include "core/yaml_field.h"
+#include "metadata/sb_participant.h"
 
 namespace okna::agent {
 
@@ -68,32 +76,62 @@ int runDryRun(const AgentConfig& config, const DryRunOptions& options, const std
       plan.warnings.push_back(
           {"placement", "reserved is computed without the node's pods (no --pods-file)"});
   }
+  // With a live OVSDB: observe once, then decide as the live agent does (the chassis decision
+  // with the host's real NIC facts, and, where metadata runs, the namespaces') and diff.
+  nlohmann::json decision;
   nlohmann::json diff;
+  nlohmann::json metadataPlan;
   if (!ovsdb.empty()) {
-    auto observed = ovsdb::readObservedOnce(ovsdb, std::chrono::seconds(10));
+    ovsdb::OvsConfig ovsConfig = config.ovs;
+    ovsConfig.remote = ovsdb;
+    auto observed = observeOnce(ovsConfig, plan.metadata.active, std::chrono::seconds(10));
     if (!observed) {
       err << "error: " << observed.error().message << "\n";
       return 1;
     }
-    diff = ovsdb::diffToJson(ovsdb::diffChassis(plan.chassis, *observed));
-  }
-  // With a live OVSDB, what the metadata service would do on this host (only when it would run).
-  nlohmann::json metadataPlan;
-  if (!ovsdb.empty() && plan.metadata.active) {
-    auto read = readMetadataPlanOnce(config.ovs, config.metadata, std::chrono::seconds(10));
-    if (!read) {
-      err << "error: " << read.error().message << "\n";
-      return 1;
+    const ovsdb::Snapshot& snapshot = *observed->chassis;
+    ovsdb::ChassisDecisionInputs in;
+    if (const std::string nic = ovsdb::externalNicOf(inputs.node); !nic.empty())
+      in.externalNic = ovsdb::LinuxHostNics().facts(nic);  // read-only, as the live applier
+    in.observed = ovsdb::observedChassisOf(snapshot);
+    in.ownershipCopy = ovsdb::OwnershipStateFile(config.ovs.stateFile).load();
+    boost::asio::io_context io;  // the real clock's timers need one; none is used
+    const core::AsioClock clock(io);
+    in.now = core::unixSeconds(clock);
+    in.drainTimeout = config.ovs.drainTimeout;
+    const ovsdb::ChassisDecision chassis = ovsdb::decideChassis(plan.chassis, inputs.node, in);
+    decision = ovsdb::decisionToJson(chassis);
+    // As the IDL thread diffs: the record it knows, else the state file's copy.
+    const ovsdb::ChassisOps ops =
+        snapshot.ownership ? ovsdb::diffChassis(chassis.effective, *snapshot.ovs,
+                                                {ovsdb::OwnershipCopy::State::Known,
+                                                 *snapshot.ownership, "the agent's memory", ""})
+                           : ovsdb::diffChassis(chassis.effective, *snapshot.ovs);
+    diff = ovsdb::diffToJson(ops);
+    if (plan.metadata.active) {
+      auto namespaces = listMetadataNamespaces();
+      if (!namespaces) {
+        err << "error: " << namespaces.error().message << "\n";
+        return 1;
+      }
+      metadataPlan = decideMetadataOnce(*observed->metadata, config.metadata, plan.metadata.active,
+                                        *namespaces);
     }
-    metadataPlan = std::move(*read);
   }
   if (options.output == "json") {
     nlohmann::json j = planToJson(plan);
+    if (!decision.is_null()) j["ovs"]["decision"] = decision;
     if (!diff.is_null()) j["ovs"]["diff"] = diff;
     if (!metadataPlan.is_null()) j["metadata"].update(metadataPlan);
     out << j.dump(2) << "\n";
   } else {
     out << planToText(plan);
+    if (!decision.is_null()) {
+      out << "ovs decision on " << ovsdb << ":";
+      if (decision["reasons"].empty()) out << " the plan as it is";
+      out << "\n";
+      for (const auto& r : decision["reasons"]) out << "  " << r.get<std::string>() << "\n";
+    }
     if (!diff.is_null()) {
       out << "ovs diff against " << ovsdb << ":";
       if (diff["ops"].empty()) out << " (nothing to change)";

@@ -47,6 +47,20 @@ std::optional<OwnershipRecord> ownershipRecord(const Snapshot& s) {
   return std::move(*record);
 }
 
+}  // namespace
+
+ChassisObserved observedChassisOf(const Snapshot& s) {
+  ChassisObserved out;
+  out.hasRoot = s.ovs->hasRoot;
+  out.systemId = s.systemId;
+  out.ownership = ownershipRecord(s);
+  out.sbSynced = s.sb.synced;
+  out.gatewayPorts = s.sb.gatewayPorts;
+  return out;
+}
+
+namespace {
+
 // ISO 8601 UTC of unix seconds, for /debug/plan.
 std::string isoTime(std::int64_t unix) {
   const std::time_t t = static_cast<std::time_t>(unix);
@@ -164,15 +178,16 @@ void ChassisReconciler::stop() {
 void ChassisReconciler::update(const k8s::NodeInfo& node, const DesiredChassis& planned) {
   if (!*alive_) return;
   nodeName_ = node.name;
-  planned_ = planned;
+  node_ = node;
+  plan_ = planned;
+  // The host's facts are read with each Node change (the Node names the NIC); the decision is
+  // made again with each snapshot and drain deadline.
+  const std::string nic = externalNicOf(node);
+  nicFacts_ = nic.empty() ? NicFacts{} : hostNics_->facts(nic);
+  decide();
   // The planner's warnings were logged with the plan; those of the host check are this
   // applier's own.
-  const size_t fromPlan = planned_->warnings.size();
-  refusedNic_.clear();
-  if (const auto nic = node.labels.find(kExternalNicKey); nic != node.labels.end()) {
-    guardExternalNic(*planned_, node, hostNics_->facts(nic->second));
-    if (planned_->warnings.size() > fromPlan) refusedNic_ = planned_->warnings.back().message;
-  }
+  const size_t fromPlan = decision_->planWarnings;
   if (planned_->warnings != reportedWarnings_) {
     for (size_t i = 0; i < planned_->warnings.size(); ++i) {
       const ChassisWarning& w = planned_->warnings[i];
@@ -190,17 +205,13 @@ void ChassisReconciler::update(const k8s::NodeInfo& node, const DesiredChassis& 
     thread_->start();
     checkVswitchd();
   }
-  evaluateDrain();
   submit();
 }
 
 void ChassisReconciler::submit() {
   // Nothing is sent before the first replica: whether a drain is due depends on it.
-  if (!planned_ || !snapshot_ || !snapshot_->ovs->hasRoot) return;
-  DesiredChassis effective = *planned_;
-  effective.holdOwned = drain_.since != 0;
-  effective.drainSince = drain_.since;
-  effective.ownershipCopy = fileCopy_;
+  if (!decision_ || !decision_->submit) return;
+  const DesiredChassis& effective = decision_->effective;
   if (submitted_ && *submitted_ == effective) return;
   submitted_ = effective;
   thread_->submit(effective, ++generation_);
@@ -221,7 +232,7 @@ void ChassisReconciler::onSnapshot(std::shared_ptr<const Snapshot> snapshot) {
   reportOwnership();
   mirrorOwnership();
   updateHealth();
-  evaluateDrain();
+  decide();
   submit();
 }
 
@@ -347,29 +358,24 @@ void ChassisReconciler::updateHealth() {
   }
 }
 
-void ChassisReconciler::evaluateDrain() {
-  if (!planned_ || !snapshot_ || !snapshot_->ovs->hasRoot) return;
-  const Snapshot& s = *snapshot_;
-  GatewayDrainInputs in;
-  in.gatewayWanted = planned_->gateway;
-  if (const auto record = ownershipRecord(s)) {
-    in.ownsGatewayItem = std::find(record->cmsItems.begin(), record->cmsItems.end(),
-                                   kGatewayItem) != record->cmsItems.end();
-    in.recordedSince = record->drainSince;
-  }
-  // A flag asked for and not yet read back may be in OVSDB already (ovn-controller may have
-  // reported it and a gateway been bound here): until the record says otherwise, it is ours.
-  if (submitted_ && submitted_->gateway && s.convergedGeneration < generation_)
-    in.ownsGatewayItem = true;
-  in.hasChassis = !s.systemId.empty();
-  in.sbSynced = s.sb.synced;
-  in.gatewayPorts = s.sb.gatewayPorts;
+void ChassisReconciler::decide() {
+  if (!plan_ || !node_) return;
+  ChassisDecisionInputs in;
+  in.externalNic = nicFacts_;
+  if (snapshot_) in.observed = observedChassisOf(*snapshot_);
+  in.drain = drain_;
+  in.gatewayFlagInFlight = submitted_ && submitted_->gateway && snapshot_ &&
+                           snapshot_->convergedGeneration < generation_;
+  in.ownershipCopy = fileCopy_;
   in.now = core::unixSeconds(*clock_);
-  in.timeout = config_.drainTimeout;
+  in.drainTimeout = config_.drainTimeout;
+  decision_ = decideChassis(*plan_, *node_, in);
+  planned_ = decision_->checked;
+  refusedNic_ = decision_->refusedNic;
+  if (!decision_->submit) return;  // no replica yet: no drain step
   const std::int64_t sinceBefore = drain_.since;
-  const GatewayDrainStep step = stepGatewayDrain(drain_, in);
-  drain_ = step.state;
-  reportDrain(step, s);
+  drain_ = decision_->drain.state;
+  reportDrain(decision_->drain, *snapshot_);
   if (drain_.since != sinceBefore) armDrainTimer(in.now);
 }
 
@@ -383,7 +389,7 @@ void ChassisReconciler::armDrainTimer(std::int64_t now) {
       clock_->now() + std::chrono::seconds(left) + std::chrono::milliseconds(100),
       [this, alive = alive_] {
         if (!*alive || drain_.since == 0) return;
-        evaluateDrain();
+        decide();
         if (drain_.since != 0) armDrainTimer(core::unixSeconds(*clock_));
         submit();
       });
@@ -408,6 +414,7 @@ nlohmann::json ChassisReconciler::debugJson() const {
   out["vswitchd"] =
       vswitchd_ ? nlohmann::json{{"running", vswitchd_->running}, {"detail", vswitchd_->detail}}
                 : nlohmann::json(nullptr);
+  out["decision"] = decision_ ? decisionToJson(*decision_) : nlohmann::json(nullptr);
   out["submittedGeneration"] = generation_;
   out["convergedGeneration"] = snapshot_ ? snapshot_->convergedGeneration : 0;
   return out;

@@ -46,6 +46,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "chassis/chassis_decision.h"
 #include "chassis/chassis_desired.h"
 #include "chassis/chassis_participant.h"
 #include "chassis/gateway_drain.h"
@@ -65,6 +66,10 @@ class EventRecorder;
 }
 
 namespace okna::ovsdb {
+
+/** What the chassis decision (chassis_decision.h) reads of a snapshot: the live applier's
+ *  and the dry run's one reading. */
+ChassisObserved observedChassisOf(const Snapshot& snapshot);
 
 class ChassisReconciler {
  public:
@@ -96,10 +101,13 @@ class ChassisReconciler {
   const std::shared_ptr<const Snapshot>& snapshot() const { return snapshot_; }
   /** The desired state of the last update() after the host's checks (before the drain). */
   const std::optional<DesiredChassis>& planned() const { return planned_; }
+  /** The last decision (decideChassis): what is submitted and why (nullopt before update()). */
+  const std::optional<ChassisDecision>& decision() const { return decision_; }
   /** What this applier does about the plan, for /debug/plan: {"connected", "ready",
    *  "drain": {"inProgress", "since", "deadline", "gatewayPorts", "holdingOwned"},
    *  "externalNicRefused", "failedInterfaces", "vswitchd": {"running", "detail"} (null: not
-   *  checked), "submittedGeneration", "convergedGeneration"}. */
+   *  checked), "decision": decisionToJson of the last decision (what --dry-run --ovsdb prints
+   *  as "ovs": {"decision"}), "submittedGeneration", "convergedGeneration"}. */
   nlohmann::json debugJson() const;
   bool draining() const { return drain_.since != 0; }
   /** The generation of the last desired state sent to the IDL thread (0: none yet). */
@@ -112,7 +120,9 @@ class ChassisReconciler {
   void reportOwnership();
   void updateHealth();
   void checkVswitchd();
-  void evaluateDrain();
+  // Decides (decideChassis) from the plan, the host's NIC facts and the snapshot, and steps
+  // the drain; submit() sends what it decided.
+  void decide();
   void armDrainTimer(std::int64_t now);
   void reportDrain(const GatewayDrainStep& step, const Snapshot& s);
   std::string heldNetwork() const;
@@ -131,6 +141,11 @@ class ChassisReconciler {
   core::Clock* clock_;
   std::unique_ptr<OvsdbApplier> thread_;
   std::string nodeName_;
+  // The last update()'s Node and plan section, and what the host said about the external NIC.
+  std::optional<k8s::NodeInfo> node_;
+  std::optional<DesiredChassis> plan_;
+  NicFacts nicFacts_;
+  std::optional<ChassisDecision> decision_;
   std::optional<DesiredChassis> planned_;
   std::unique_ptr<HostNics> hostNics_ = std::make_unique<LinuxHostNics>();
   std::vector<ChassisWarning> reportedWarnings_;

@@ -153,21 +153,19 @@ void Reconciler::reconcile() {
     allDirty_ = false;
     dirty_.clear();
     for (const auto& [id, network] : plan_.networks) reconcileNetwork(id, nextRetry);
-    if (plan_.synced) {
-      std::vector<std::string> gone;
-      for (const auto& [id, st] : networks_)
-        if (!plan_.networks.count(id) && !st.busy) gone.push_back(id);
-      for (const auto& id : gone) startRemove(id, namespaceNameFor(id));
-      if (!prunedThisSync_ && active_) pruneStrays();
-    }
+    std::vector<std::string> gone;
+    for (const auto& [id, st] : networks_)
+      if (!st.busy && decide(id).action == NamespaceAction::Remove) gone.push_back(id);
+    for (const auto& id : gone) startRemove(id, namespaceNameFor(id));
+    if (plan_.synced && !prunedThisSync_ && active_) pruneStrays();
   } else {
     const std::set<std::string> ids = std::move(dirty_);
     dirty_.clear();
     for (const auto& id : ids) {
       if (plan_.networks.count(id)) {
         reconcileNetwork(id, nextRetry);
-      } else if (const auto it = networks_.find(id);
-                 plan_.synced && it != networks_.end() && !it->second.busy) {
+      } else if (const auto it = networks_.find(id); it != networks_.end() && !it->second.busy &&
+                                                     decide(id).action == NamespaceAction::Remove) {
         startRemove(id, namespaceNameFor(id));
       }
     }
@@ -181,8 +179,8 @@ void Reconciler::reconcileNetwork(const std::string& id, std::optional<TimePoint
   const auto& planned = plan_.networks.at(id);
   const NetworkPlan& network = *planned;
   const auto it = networks_.find(id);
-  // Inactive: keep what exists, create nothing new.
-  if (it == networks_.end() && !active_) return;
+  // Inactive: keep what exists, create nothing new (namespace_decision.h).
+  if (decide(id).action == NamespaceAction::Hold) return;
   NetworkState& st = it != networks_.end() ? it->second : networks_[id];
   if (st.busy) return;
   const bool current =
@@ -400,6 +398,7 @@ void Reconciler::startRemove(const std::string& networkId, const std::string& na
           .inc();
       if (status) {
         networks_.erase(networkId);
+        listed_.erase(namespaceName);
       } else {
         state.lastError = status.error().message;
         state.backoff = std::clamp(state.backoff * 2, options_.retryMin, options_.retryMax);
@@ -433,11 +432,17 @@ void Reconciler::pruneStrays() {
         return;
       }
       static const std::string kPrefix = "ovnmeta-";
+      listed_.clear();
       for (const auto& ns : *found) {
         if (ns.rfind(kPrefix, 0) != 0) continue;
+        listed_.insert(ns);
         const std::string id = ns.substr(kPrefix.size());
-        if (plan_.networks.count(id) || networks_.count(id)) continue;
-        startRemove(id, ns);
+        // Those in hand are judged by reconcile().
+        if (networks_.count(id)) continue;
+        if (decideNamespace(plan_, active_, id, {true, false}).action == NamespaceAction::Remove) {
+          listed_.erase(ns);
+          startRemove(id, ns);
+        }
       }
       flushOutputs();
     });
@@ -484,9 +489,25 @@ void Reconciler::scheduleVerify() {
   });
 }
 
+NamespaceDecision Reconciler::decide(const std::string& networkId) const {
+  const bool managed = networks_.count(networkId) != 0;
+  return decideNamespace(plan_, active_, networkId,
+                         {managed || listed_.count(namespaceNameFor(networkId)) != 0, managed});
+}
+
+std::vector<NamespaceDecision> Reconciler::decisions() const {
+  std::set<std::string> present(listed_), managed;
+  for (const auto& [id, st] : networks_) {
+    managed.insert(id);
+    present.insert(namespaceNameFor(id));
+  }
+  return decideNamespaces(plan_, active_, present, managed);
+}
+
 nlohmann::json Reconciler::debugJson() const {
   nlohmann::json out;
   out["southbound"] = plan_.synced ? "synced" : plan_.notSyncedReason;
+  out["decisions"] = decisionsToJson(decisions());
   if (!ipv6UnavailableReported_.empty()) out["ipv6Unavailable"] = ipv6UnavailableReported_;
   out["networks"] = nlohmann::json::array();
   for (const auto& [id, state] : networks_) {

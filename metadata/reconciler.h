@@ -35,6 +35,7 @@
 #include "core/result.h"
 #include "core/shared_value.h"
 #include "metadata/metadata_ports.h"
+#include "metadata/namespace_decision.h"
 #include "metadata/planner.h"
 
 namespace okna::core {
@@ -171,7 +172,12 @@ class Reconciler {
   void verifyAll();
   /** Networks serving: namespace and listeners up as planned, and the port on the bridge. */
   std::set<std::string> readyNetworks() const;
-  /** For /debug/plan: {"southbound": "synced"|reason, "networks": [{"network", "namespace",
+  /** What it decides now for each network (namespace_decision.h), from the plan, whether it is
+   *  active, the namespaces it has in hand and those it last listed on the host (it lists them
+   *  once per synced period: before that, strays are not shown). */
+  std::vector<NamespaceDecision> decisions() const;
+  /** For /debug/plan: {"southbound": "synced"|reason, "decisions": decisionsToJson(decisions()),
+   *  "networks": [{"network", "namespace",
    *  "state": "serving"|"setting up"|"error"|"removing", "error", "vmAddresses",
    *  "lost": what the Southbound lost of it that br-int still has}]}. */
   nlohmann::json debugJson() const;
@@ -198,6 +204,8 @@ class Reconciler {
   void markAll() { allDirty_ = true; }
   void markDirty(const std::string& networkId) { dirty_.insert(networkId); }
   void reconcileNetwork(const std::string& id, std::optional<TimePoint>& nextRetry);
+  // decideNamespace for that network with what this reconciler knows of its namespace.
+  NamespaceDecision decide(const std::string& networkId) const;
   // One reconcile() for a burst of worker completions.
   void requestReconcile();
   // submitPorts() and updateHealth(), at most once per outputInterval during a burst.
@@ -246,6 +254,8 @@ class Reconciler {
   // Strays are pruned once per synced period (start-up, each SB reconnect).
   bool prunedThisSync_ = false;
   std::map<std::string, NetworkState> networks_;
+  // The ovnmeta-* namespaces the last listing found (pruneStrays), less those it removed.
+  std::set<std::string> listed_;
   std::vector<std::string> reportedWarnings_;
   std::unique_ptr<core::Timer> retryTimer_;
   std::unique_ptr<core::Timer> verifyTimer_;

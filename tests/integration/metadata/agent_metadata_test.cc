@@ -161,6 +161,8 @@ TEST_F(AgentMetadataTest, DryRunListsWhatItWouldCreateKeepAndRemoveAndWritesNoth
   ASSERT_EQ(live["networks"].size(), 1u) << live.dump(2);
   EXPECT_EQ(live["networks"][0]["state"], "serving");
   EXPECT_EQ(live["southbound"], "synced");
+  // The live agent and the dry run decide in the same function (metadata/namespace_decision.h).
+  EXPECT_EQ(live["decisions"], md["decisions"]) << live.dump(2) << md.dump(2);
 }
 
 // A project member sets its port's device_id to its own instance id followed by a second

@@ -1,4 +1,5 @@
 #include "metadata/reconciler.h"
+#include "metadata/namespace_decision.h"
 
 #include <spdlog/sinks/ostream_sink.h>
 
@@ -728,6 +729,64 @@ TEST_F(ReconcilerTest, AVmThatReallyLeftTakesItsNamespaceAlthoughOthersStay) {
   EXPECT_EQ(plumbing_.removed, (std::vector<std::string>{"ovnmeta-net-a"}));
   EXPECT_EQ(ovs_.ports.count("tapnet-a0"), 0U);
   EXPECT_TRUE(ready()) << readinessDetail();
+}
+
+// Parity with namespace_decision.h: on the same Southbound view, local evidence and host
+// namespaces, a new reconciler does exactly what decideMetadata (the dry run's function) says:
+// it ensures the networks to create or keep (creating exactly those to create), removes exactly
+// those to remove, and touches nothing it holds.
+struct ParityCase {
+  const char* name;
+  bool active;
+  std::vector<std::string> networks;
+  bool synced;
+  std::set<std::string> host;
+  std::set<std::string> vmIfaces;
+};
+
+TEST_F(ReconcilerTest, DoesWhatTheNamespaceDecisionSays) {
+  const ParityCase cases[] = {
+      {"adopt, create, prune",
+       true,
+       {"net-a", "net-b"},
+       true,
+       {"ovnmeta-net-a", "ovnmeta-stray", "other"},
+       {}},
+      {"view not synced", true, {"net-a"}, false, {"ovnmeta-stray"}, {}},
+      {"inactive", false, {"net-a"}, true, {"ovnmeta-net-a", "ovnmeta-stray"}, {}},
+      {"emptied Southbound, VMs on br-int", true, {}, true, {"ovnmeta-net-a"}, {"vm-net-a"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    plumbing_ = {};
+    plumbing_.existing = c.host;
+    make(std::chrono::milliseconds(0));
+    vmIfaces_ = c.vmIfaces;
+    const SbMetadataView v = view(c.networks, c.synced);
+
+    MetadataDecisionInputs in;
+    in.active = c.active;
+    in.ipv6 = true;
+    in.local = {vmIfaces_, nullptr, "br-int"};
+    in.namespaces = c.host;
+    std::map<std::string, std::string> decided;
+    for (const auto& d : decideMetadata(v, in).namespaces)
+      if (d.action != NamespaceAction::Hold) decided[d.namespaceName] = actionName(d.action);
+
+    r_->setActive(c.active);
+    see(v);
+    std::map<std::string, std::string> done;
+    for (const auto& n : plumbing_.ensured)
+      done[n.namespaceName] = c.host.count(n.namespaceName) ? "keep" : "create";
+    for (const auto& ns : plumbing_.removed) done[ns] = "remove";
+    EXPECT_EQ(done, decided);
+    // And once it has acted, what it reports deciding is what a new decision on the host as it
+    // is now says (the host's strays it knows from its listing, made once the plan is synced).
+    in.namespaces = plumbing_.existing;
+    if (c.active && decideMetadata(v, in).plan.synced) {
+      EXPECT_EQ(r_->debugJson()["decisions"], decisionsToJson(decideMetadata(v, in).namespaces));
+    }
+  }
 }
 
 }  // namespace
