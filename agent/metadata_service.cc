@@ -1,12 +1,11 @@
 #include "agent/metadata_service.h"
 
-#include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include "agent/heap_release.h"
-
 #include "core/beast_http_client.h"
+#include "core/health.h"
 #include "core/logging.h"
-#include "netns/enter.h"
 #include "ovsdb/chassis_reconciler.h"
 
 namespace okna::agent {
@@ -31,15 +30,15 @@ std::unique_ptr<core::HttpClient> plainHttpNovaClient(boost::asio::io_context& i
 MetadataService::MetadataService(boost::asio::io_context& io, core::Clock& clock,
                                  core::HttpClient& http, const metadata::MetadataConfig& config,
                                  ovsdb::ChassisReconciler& chassis, core::MetricsRegistry& metrics,
-                                 core::HealthRegistry& health)
+                                 core::HealthRegistry& health, netns::Netlink& netlink)
     : config_(config),
       novaHttp_(plainHttpNovaClient(io, config_)),
-      applier_(netlink_),
-      worker_(&health),
-      server_(io, novaHttp_ ? *novaHttp_ : http, config_, *this, metrics),
+      health_(health),
+      plumbing_(netlink, health),
+      server_(io, clock, novaHttp_ ? *novaHttp_ : http, config_, *this, metrics),
       reconciler_(
-          io, clock, optionsFrom(config_), *this,
-          [this](std::function<void()> job) { worker_.post(std::move(job)); }, *this,
+          io, clock, optionsFrom(config_), plumbing_,
+          [this](std::function<void()> job) { plumbing_.post(std::move(job)); }, *this,
           [&chassis](std::shared_ptr<const ovsdb::DesiredMetadataOvs> d) {
             chassis.submitMetadata(std::move(d));
           },
@@ -59,7 +58,7 @@ void MetadataService::stop() {
   if (stopped_) return;
   stopped_ = true;
   reconciler_.stop();
-  worker_.stop();
+  plumbing_.stop();
   // Listeners close with the process; namespaces, veths and OVS ports stay for the next one.
   server_.stop();
 }
@@ -90,66 +89,12 @@ void MetadataService::onSnapshot(const ovsdb::Snapshot& snapshot) {
                      snapshot.integrationVmIfaceIds);
 }
 
-core::Result<metadata::Plumbing::Ensured> MetadataService::ensure(
-    const metadata::NetworkPlan& network) {
-  auto desired = netns::metadataNamespaceFor(network.networkId, network.mac, network.addresses);
-  if (!desired) return desired.error();
-  netns::EnsureReport report;
-  const auto st = applier_.ensure(*desired, &report);
-  // What prepare() did for it counts as this ensure's work: "created", listeners to open.
-  if (auto it = prepared_.find(desired->name); it != prepared_.end()) {
-    report.applied.insert(report.applied.begin(), it->second.applied.begin(),
-                          it->second.applied.end());
-    prepared_.erase(it);
-  }
-  if (!st) return st.error();
-  Ensured e;
-  // A new namespace, or a new veth in an old one (`ip link delete` of either end), leaves the
-  // listeners bound to a dead namespace or a dead interface (the IPv6 one names its ifindex).
-  e.namespaceCreated =
-      report.created() ||
-      std::any_of(report.applied.begin(), report.applied.end(),
-                  [](const netns::NsOp& op) { return op.kind == netns::NsOpKind::CreateVeth; });
-  if (!report.unchanged()) e.changes = report.summary(*desired);
-  e.ipv6Unavailable = report.ipv6Unavailable;
-  return e;
+std::optional<core::HealthRegistry::Check> MetadataService::health() const {
+  return health_.component("metadata");
 }
 
-void MetadataService::prepare(
-    const std::vector<std::shared_ptr<const metadata::NetworkPlan>>& networks) {
-  std::size_t prepared = 0;
-  for (const auto& network : networks) {
-    auto desired =
-        netns::metadataNamespaceFor(network->networkId, network->mac, network->addresses);
-    // Namespaces that exist are left to ensure(): adopting them needs no host-visible change.
-    if (!desired ||
-        ::access((std::string(netns::kNetnsRunDir) + "/" + desired->name).c_str(), F_OK) == 0)
-      continue;
-    netns::EnsureReport& report = prepared_[desired->name];
-    if (auto s = applier_.prepare(*desired, &report); !s) {
-      core::logger("metadata")
-          ->debug("prepare {}: {} (left to its ensure)", desired->name, s.error().message);
-    }
-    ++prepared;
-  }
-  if (prepared > 0)
-    core::logger("metadata")->debug("prepared {} new namespaces' host side at once", prepared);
-}
-
-core::Status MetadataService::remove(const std::string& namespaceName) {
-  prepared_.erase(namespaceName);
-  return applier_.remove(namespaceName);
-}
-
-core::Result<std::vector<std::string>> MetadataService::list() {
-  return applier_.listMetadataNamespaces();
-}
-
-core::Result<int> MetadataService::listen(const metadata::NetworkPlan& network,
-                                          const std::string& address, int port) {
-  // SO_REUSEPORT: a restarted agent binds while the old process still serves.
-  return netns::openListener(network.namespaceName, address, static_cast<uint16_t>(port), 1024,
-                             true);
+nlohmann::json MetadataService::describe() const {
+  return reconciler_.debugJson();
 }
 
 core::Status MetadataService::addListener(const std::string& networkId, int fd) {

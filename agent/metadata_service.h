@@ -1,29 +1,36 @@
 #pragma once
-// The metadata service as the agent runs it: the namespace worker thread and the kernel plumbing
-// (netns/), the 169.254.169.254 proxy (metadata/server.h), the reconciler that ties them to the
-// Southbound view the IDL thread publishes, and the client-IP lookup the proxy asks. Everything
-// here lives on the loop thread except what the worker runs.
+// The metadata service as the agent runs it, loop side: the reconciler that ties the Southbound
+// view the IDL thread publishes to the namespaces, the 169.254.169.254 proxy (metadata/server.h)
+// and its listeners, and the client-IP lookup the proxy asks. Everything here runs on the loop
+// thread; the blocking plumbing is the worker side's (metadata_plumbing.h), reached only by
+// posting jobs to its thread, over the netns::Netlink the caller injects.
 
 #include <boost/asio/io_context.hpp>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
+#include "agent/metadata_plumbing.h"
+#include "agent/plan.h"
+#include "core/applier.h"
 #include "metadata/config.h"
 #include "metadata/lookup.h"
 #include "metadata/reconciler.h"
 #include "metadata/server.h"
-#include "netns/applier.h"
-#include "netns/netlink.h"
-#include "netns/worker.h"
 
 namespace okna::core {
 class HealthRegistry;
 class HttpClient;
 class MetricsRegistry;
 }  // namespace okna::core
+namespace okna::netns {
+class Netlink;
+}
 namespace okna::ovsdb {
 class ChassisReconciler;
 struct Snapshot;
@@ -31,31 +38,37 @@ struct Snapshot;
 
 namespace okna::agent {
 
-class MetadataService : private metadata::Plumbing,
+class MetadataService : public core::Applier<MetadataIntent>,
                         private metadata::Listeners,
                         private metadata::PortLookup {
  public:
+  /** `netlink`: the kernel the worker side plumbs through (netns::NetlinkImpl; tests a fake);
+   *  it must outlive the service. */
   MetadataService(boost::asio::io_context& io, core::Clock& clock, core::HttpClient& http,
                   const metadata::MetadataConfig& config, ovsdb::ChassisReconciler& chassis,
-                  core::MetricsRegistry& metrics, core::HealthRegistry& health);
+                  core::MetricsRegistry& metrics, core::HealthRegistry& health,
+                  netns::Netlink& netlink);
   ~MetadataService() override;
 
   /** Active while the node has the compute or the network role (external ports). */
   void setActive(bool active) { reconciler_.setActive(active); }
   /** Every IDL snapshot (the Southbound view and the integration bridge). */
   void onSnapshot(const ovsdb::Snapshot& snapshot);
-  void stop();
+
+  // core::Applier: apply() is setActive(intent.active); describe() the reconciler's
+  // debugJson(); health() the "metadata" readiness component.
+  void apply(const MetadataIntent& intent) override { setActive(intent.active); }
+  void stop() override;
+  std::optional<core::HealthRegistry::Check> health() const override;
+  nlohmann::json describe() const override;
 
   const metadata::Reconciler& reconciler() const { return reconciler_; }
+  /** Listeners the proxy serves for the network (tests). */
+  std::size_t listenerCount(const std::string& networkId) const {
+    return server_.listenerCount(networkId);
+  }
 
  private:
-  // metadata::Plumbing, on the worker thread.
-  core::Result<Ensured> ensure(const metadata::NetworkPlan& network) override;
-  void prepare(const std::vector<std::shared_ptr<const metadata::NetworkPlan>>& networks) override;
-  core::Status remove(const std::string& namespaceName) override;
-  core::Result<std::vector<std::string>> list() override;
-  core::Result<int> listen(const metadata::NetworkPlan& network, const std::string& address,
-                           int port) override;
   // metadata::Listeners, on the loop.
   core::Status addListener(const std::string& networkId, int fd) override;
   void removeNetwork(const std::string& networkId) override;
@@ -67,11 +80,9 @@ class MetadataService : private metadata::Plumbing,
   // Plain-http Nova goes through a pooled Beast client (1.7x curl's throughput in
   // bench/metadata); https keeps the agent's curl client (CA, client certificates).
   std::unique_ptr<core::HttpClient> novaHttp_;
-  netns::NetlinkImpl netlink_;
-  netns::NamespaceApplier applier_;
-  // What prepare() did per namespace, until its ensure() reports it (worker thread only).
-  std::map<std::string, netns::EnsureReport> prepared_;
-  netns::Worker worker_;
+  core::HealthRegistry& health_;
+  // The worker side: the namespace worker thread and the plumbing it runs.
+  MetadataPlumbing plumbing_;
   metadata::MetadataServer server_;
   metadata::Reconciler reconciler_;
   // The OVS replica the bridge's ports were last taken from (shared: unchanged = same value).

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "core/clock.h"
 #include "core/health.h"
 #include "core/metrics.h"
 #include "metadata/planner.h"
@@ -80,7 +81,7 @@ class MetadataViewTest : public ::testing::Test {
     c.enabled = true;
     c.remote = ovs_->remote();
     c.stateFile = "";
-    r_ = std::make_unique<ChassisReconciler>(io_, c, metrics_, health_, nullptr);
+    r_ = std::make_unique<ChassisReconciler>(io_, clock_, c, metrics_, health_, nullptr);
     k8s::NodeInfo n;
     n.name = "cmp-1";
     okna::testing::planAndUpdate(*r_, n, {"compute"});
@@ -118,6 +119,7 @@ class MetadataViewTest : public ::testing::Test {
   }
 
   boost::asio::io_context io_;
+  core::AsioClock clock_{io_};
   LoopRunner loop_{io_};
   core::MetricsRegistry metrics_;
   core::HealthRegistry health_;
