@@ -41,6 +41,7 @@ Reconciler::Reconciler(boost::asio::io_context& io, core::Clock& clock, Reconcil
     : io_(io),
       clock_(clock),
       options_(options),
+      retries_(clock_, core::BackoffConfig{options_.retryMin, options_.retryMax, 2.0, 0.0}),
       plumbing_(plumbing),
       runOnWorker_(std::move(runOnWorker)),
       listeners_(listeners),
@@ -188,8 +189,9 @@ void Reconciler::reconcileNetwork(const std::string& id, std::optional<TimePoint
   const bool current =
       st.applied && *st.applied == network && st.listening && !st.removing && !st.verify;
   if (current) return;
-  if (clock_.now() < st.retryAt) {
-    nextRetry = nextRetry ? std::min(*nextRetry, st.retryAt) : st.retryAt;
+  if (!retries_.due(id)) {
+    const TimePoint retryAt = *retries_.dueAt(id);
+    nextRetry = nextRetry ? std::min(*nextRetry, retryAt) : retryAt;
     return;
   }
   healthDirty_ = true;
@@ -296,9 +298,8 @@ void Reconciler::onEnsured(const std::shared_ptr<const NetworkPlan>& planned,
     for (auto& fd : fds)
       if (fd) ::close(*fd);
     st.lastError = error;
-    st.backoff = std::clamp(st.backoff * 2, options_.retryMin, options_.retryMax);
-    st.retryAt = clock_.now() + st.backoff;
-    log->error("network {}: {}; retrying in {} ms", network.networkId, error, st.backoff.count());
+    const auto delay = retries_.failed(network.networkId);
+    log->error("network {}: {}; retrying in {} ms", network.networkId, error, delay.count());
     metrics_
         .counter("okna_metadata_plumbing_total", "Namespace operations, by result",
                  {{"op", "ensure"}, {"result", "error"}})
@@ -348,8 +349,7 @@ void Reconciler::onEnsured(const std::shared_ptr<const NetworkPlan>& planned,
     st.replug = true;
   st.applied = planned;
   st.lastError.clear();
-  st.backoff = {};
-  st.retryAt = {};
+  retries_.forget(network.networkId);
   metrics_
       .counter("okna_metadata_plumbing_total", "Namespace operations, by result",
                {{"op", "ensure"}, {"result", "ok"}})
@@ -400,14 +400,14 @@ void Reconciler::startRemove(const std::string& networkId, const std::string& na
           .inc();
       if (status) {
         networks_.erase(networkId);
+        retries_.forget(networkId);
       } else {
         state.lastError = status.error().message;
-        state.backoff = std::clamp(state.backoff * 2, options_.retryMin, options_.retryMax);
-        state.retryAt = clock_.now() + state.backoff;
+        const auto delay = retries_.failed(networkId);
         core::logger(kComponent)
             ->error("removing {}: {}; retrying in {} ms", namespaceName, state.lastError,
-                    state.backoff.count());
-        scheduleRetry(state.retryAt);
+                    delay.count());
+        scheduleRetry(*retries_.dueAt(networkId));
       }
       requestReconcile();
     });
