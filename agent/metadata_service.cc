@@ -6,6 +6,7 @@
 #include "core/beast_http_client.h"
 #include "core/health.h"
 #include "core/logging.h"
+#include "core/loop_thread.h"
 #include "ovsdb/chassis_reconciler.h"
 
 namespace okna::agent {
@@ -55,6 +56,7 @@ MetadataService::~MetadataService() {
 }
 
 void MetadataService::stop() {
+  OKNA_ASSERT_ON_LOOP();
   if (stopped_) return;
   stopped_ = true;
   reconciler_.stop();
@@ -64,6 +66,7 @@ void MetadataService::stop() {
 }
 
 void MetadataService::onSnapshot(const ovsdb::Snapshot& snapshot) {
+  OKNA_ASSERT_ON_LOOP();
   if (stopped_) return;
   // The bridge's ports are looked at only when the OVS replica changed (most snapshots are
   // Southbound or connection changes; a cold start makes thousands), and handed on as the same
@@ -98,15 +101,18 @@ nlohmann::json MetadataService::describe() const {
 }
 
 core::Status MetadataService::addListener(const std::string& networkId, int fd) {
+  OKNA_ASSERT_ON_LOOP();
   return server_.addListener(networkId, fd);
 }
 
 void MetadataService::removeNetwork(const std::string& networkId) {
+  OKNA_ASSERT_ON_LOOP();
   server_.removeNetwork(networkId);
 }
 
 metadata::LookupResult MetadataService::lookup(const std::string& networkId,
                                                const std::string& clientIp) const {
+  OKNA_ASSERT_ON_LOOP();
   const auto ports = reconciler_.lookup(networkId, clientIp);
   metadata::LookupResult r;
   r.matches = static_cast<int>(ports.size());

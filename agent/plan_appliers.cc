@@ -1,6 +1,7 @@
 #include "agent/plan_appliers.h"
 
 #include <nlohmann/json.hpp>
+#include "core/loop_thread.h"
 
 #include "ovsdb/chassis_reconciler.h"
 #include "placement/reconciler.h"
@@ -9,6 +10,7 @@ namespace okna::agent {
 
 void handPlan(const Plan& plan, const k8s::NodeInfo& node, bool podsKnown,
               const PlanAppliers& appliers) {
+  OKNA_ASSERT_ON_LOOP();
   if (appliers.placement)
     appliers.placement->apply({plan.nodeName, plan.nodeUid, podsKnown, plan.placement});
   if (appliers.chassis) appliers.chassis->apply({node, plan.chassis});

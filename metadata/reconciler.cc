@@ -11,6 +11,7 @@
 
 #include "core/health.h"
 #include "core/logging.h"
+#include "core/loop_thread.h"
 #include "core/metrics.h"
 
 namespace okna::metadata {
@@ -67,6 +68,7 @@ Reconciler::~Reconciler() {
 }
 
 void Reconciler::stop() {
+  OKNA_ASSERT_ON_LOOP();
   *alive_ = false;
   retryTimer_->cancel();
   verifyTimer_->cancel();
@@ -74,6 +76,7 @@ void Reconciler::stop() {
 }
 
 void Reconciler::setActive(bool active) {
+  OKNA_ASSERT_ON_LOOP();
   if (active == active_) return;
   active_ = active;
   if (active) {
@@ -97,6 +100,7 @@ void Reconciler::update(const ovsdb::SbMetadataView& view, const std::string& in
                         const core::SharedValue<std::set<std::string>>& bridgePorts,
                         const core::SharedValue<std::set<std::string>>& createdPorts,
                         const core::SharedValue<std::set<std::string>>& vmIfaceIds) {
+  OKNA_ASSERT_ON_LOOP();
   if (!*alive_) return;
   const std::string bridge = integrationBridge.empty() ? "br-int" : integrationBridge;
   if (bridge != bridge_) {
@@ -467,6 +471,7 @@ bool Reconciler::submitPorts() {
 }
 
 void Reconciler::verifyAll() {
+  OKNA_ASSERT_ON_LOOP();
   if (!*alive_) return;
   for (auto& [id, st] : networks_)
     if (st.applied && st.listening && !st.removing) st.verify = true;
@@ -584,6 +589,7 @@ void Reconciler::scheduleRetry(TimePoint at) {
 
 std::span<const ovsdb::SbPort* const> Reconciler::lookup(const std::string& networkId,
                                                          const std::string& clientIp) const {
+  OKNA_ASSERT_ON_LOOP();
   const auto net = plan_.index.find(networkId);
   if (net == plan_.index.end()) return {};
   auto it = net->second.find(clientIp);

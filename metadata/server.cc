@@ -29,6 +29,7 @@
 #include "core/http_client.h"
 #include "core/listener_guard.h"
 #include "core/logging.h"
+#include "core/loop_thread.h"
 #include "core/metrics.h"
 #include "core/write_now.h"
 #include "metadata/config.h"
@@ -831,6 +832,7 @@ MetadataServer::~MetadataServer() {
 }
 
 core::Status MetadataServer::addListener(const std::string& networkId, int fd) {
+  OKNA_ASSERT_ON_LOOP();
   const auto fail = [&](const std::string& why) {
     ::close(fd);
     return core::makeError("metadata listener for network " + networkId + ": " + why);
@@ -866,6 +868,7 @@ core::Status MetadataServer::addListener(const std::string& networkId, int fd) {
 }
 
 void MetadataServer::removeNetwork(const std::string& networkId) {
+  OKNA_ASSERT_ON_LOOP();
   auto it = impl_->networks.find(networkId);
   if (it == impl_->networks.end()) return;
   auto net = it->second;
@@ -884,6 +887,7 @@ std::size_t MetadataServer::connectionCount(const std::string& networkId) const 
 }
 
 void MetadataServer::stop() {
+  OKNA_ASSERT_ON_LOOP();
   if (!impl_ || impl_->stopped) return;
   impl_->stopped = true;
   impl_->sweepTimer.cancel();

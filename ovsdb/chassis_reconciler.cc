@@ -8,6 +8,7 @@
 
 #include "core/health.h"
 #include "core/logging.h"
+#include "core/loop_thread.h"
 #include "core/metrics.h"
 #include "k8s/events.h"
 #include "ovsdb/ownership.h"
@@ -153,6 +154,7 @@ ChassisReconciler::~ChassisReconciler() {
 }
 
 void ChassisReconciler::stop() {
+  OKNA_ASSERT_ON_LOOP();
   *alive_ = false;
   drainTimer_->cancel();
   vswitchdTimer_->cancel();
@@ -160,6 +162,7 @@ void ChassisReconciler::stop() {
 }
 
 void ChassisReconciler::update(const k8s::NodeInfo& node, const DesiredChassis& planned) {
+  OKNA_ASSERT_ON_LOOP();
   if (!*alive_) return;
   nodeName_ = node.name;
   planned_ = planned;
@@ -347,6 +350,7 @@ void ChassisReconciler::updateHealth() {
 }
 
 std::uint64_t ChassisReconciler::submitMetadata(std::shared_ptr<const DesiredMetadataOvs> desired) {
+  OKNA_ASSERT_ON_LOOP();
   if (!*alive_) return metadataGeneration_;
   if (submittedMetadata_ && *submittedMetadata_ == *desired) return metadataGeneration_;
   submittedMetadata_ = std::move(desired);

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/logging.h"
+#include "core/loop_thread.h"
 #include "placement/clouds_yaml.h"
 #include "placement/keystone.h"
 
@@ -138,6 +139,7 @@ Reconciler::~Reconciler() {
 }
 
 void Reconciler::apply(const PlacementSection& section) {
+  OKNA_ASSERT_ON_LOOP();
   setNode(section.nodeName, section.nodeUid);
   if (!section.podsKnown) return;
   if (section.desired) update(*section.desired);
@@ -145,6 +147,7 @@ void Reconciler::apply(const PlacementSection& section) {
 }
 
 void Reconciler::stop() {
+  OKNA_ASSERT_ON_LOOP();
   if (stopped_) return;
   stopped_ = true;
   if (mode_ == Mode::Manage) health_.removeComponent("placement");
@@ -158,6 +161,7 @@ void Reconciler::stop() {
 }
 
 void Reconciler::setActive(bool computeRole) {
+  OKNA_ASSERT_ON_LOOP();
   if (stopped_ || !enabled_) return;
   if (configError_) {
     // Without credentials nothing can be managed nor closed. Said once per role change, and
@@ -232,6 +236,7 @@ void Reconciler::onWorkerEnded(std::exception_ptr error) {
 }
 
 void Reconciler::setNode(const std::string& name, const std::string& uid) {
+  OKNA_ASSERT_ON_LOOP();
   if (stopped_) return;
   const bool nodeChanged = uid != nodeUid_ || name != nodeName_;
   nodeName_ = name;
@@ -243,6 +248,7 @@ void Reconciler::setNode(const std::string& name, const std::string& uid) {
 }
 
 void Reconciler::update(const DesiredProviderTree& desired) {
+  OKNA_ASSERT_ON_LOOP();
   if (stopped_) return;
   setNode(desired.root.name, desired.root.uuid);
   DesiredProviderTree next = desired;

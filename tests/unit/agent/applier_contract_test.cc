@@ -10,10 +10,12 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agent/plan_appliers.h"
 #include "core/health.h"
+#include "core/loop_thread.h"
 #include "core/metrics.h"
 #include "ovsdb/chassis_reconciler.h"
 #include "placement/reconciler.h"
@@ -183,6 +185,19 @@ TEST_F(LiveApplierTest, TheChassisReportsItsReadinessComponent) {
   EXPECT_EQ(applier.describe(), r.debugJson());
   applier.stop();
 }
+
+#ifndef NDEBUG
+TEST_F(LiveApplierTest, AnApplierCalledOffTheLoopAbortsInDebugBuilds) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  placement::Reconciler r(io_, clock_, placementApi_, config_.placement, metrics_, health_);
+  EXPECT_DEATH(
+      {
+        const core::LoopThreadScope loop;
+        std::thread([&] { r.setActive(true); }).join();
+      },
+      "setActive: loop-only code called off the event loop thread");
+}
+#endif
 
 }  // namespace
 }  // namespace okna::agent
