@@ -28,18 +28,18 @@ Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& 
       clock_(io),
       config_(std::move(config)),
       api_(http, std::move(cluster)),
-      healthServer_(io, health_, metrics_, nullptr,
+      healthServer_(io, clock_, health_, metrics_, nullptr,
                     {HealthServerOptions::Endpoints::Probes, config_.health.maxConnections}),
-      adminServer_(io, health_, metrics_, [this] { return debugPlan(); },
+      adminServer_(io, clock_, health_, metrics_, [this] { return debugPlan(); },
                    {HealthServerOptions::Endpoints::Admin, config_.health.maxConnections}),
-      events_(api_, k8s::EventTarget{config_.nodeName, "", "openkeel-node-agent"}),
+      events_(api_, clock_, k8s::EventTarget{config_.nodeName, "", "openkeel-node-agent"}),
       heartbeat_(clock_.makeTimer()) {
   if (config_.ovs.enabled) {
     // One transport, two participants: the chassis' (its ops first in the transaction) and the
     // metadata service's. The chassis reconciler starts it with the first Node.
     ovsdb_ = std::make_unique<ovsdb::IdlThread>(config_.ovs, health_, clock_);
     chassis_ = std::make_unique<ovsdb::ChassisReconciler>(
-        io_, config_.ovs, metrics_, health_, &events_,
+        io_, clock_, config_.ovs, metrics_, health_, &events_,
         [this](ovsdb::OvsdbApplier::SnapshotCallback publish) {
           return std::make_unique<ovsdb::ChassisTransportApplier>(*ovsdb_, std::move(publish));
         });
@@ -47,8 +47,8 @@ Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& 
       auto southbound =
           std::make_shared<metadata::SouthboundParticipant>(config_.ovs.livenessDelayMax);
       ovsdb_->add(southbound);
-      metadata_ = std::make_unique<MetadataService>(io_, clock_, http, config_.metadata,
-                                                    std::move(southbound), metrics_, health_);
+      metadata_ = std::make_unique<MetadataService>(
+          io_, clock_, http, config_.metadata, std::move(southbound), metrics_, health_, netlink_);
     }
   }
   const auto informerConfig = [&](std::string resource, std::string path, std::string selector) {
@@ -92,8 +92,8 @@ Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& 
                                  replan("pod-sync");
                                },
                                notReady});
-  placement_ =
-      std::make_unique<placement::Reconciler>(io_, http, config_.placement, metrics_, health_);
+  placement_ = std::make_unique<placement::Reconciler>(io_, clock_, http, config_.placement,
+                                                       metrics_, health_);
   placement_->setEventSink(
       [this](const std::string& type, const std::string& reason, const std::string& message) {
         events_.record(type, reason, message);
@@ -237,7 +237,7 @@ void Agent::onPodEvent(k8s::Informer::EventType type, const json& object) {
 
 void Agent::replan(const char* trigger) {
   if (!node_) return;
-  const auto started = std::chrono::steady_clock::now();
+  const auto started = clock_.now();
   PlanInputs inputs{*node_, std::nullopt};
   if (podInformer_ && podInformer_->hasSynced()) {
     inputs.pods.emplace();
@@ -251,8 +251,7 @@ void Agent::replan(const char* trigger) {
           .set(plan.roles.roles.count(role) ? 1 : 0);
   for (const auto& listener : listeners_) listener(plan);
   handPlan(plan, *node_, podsKnown(), {chassis_.get(), placement_.get(), metadata_.get()});
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double seconds = std::chrono::duration<double>(clock_.now() - started).count();
   metrics_
       .counter("okna_agent_reconcile_total", "Plans computed, by trigger", {{"trigger", trigger}})
       .inc();

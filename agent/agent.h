@@ -21,6 +21,7 @@
 #include "k8s/api_client.h"
 #include "k8s/events.h"
 #include "k8s/informer.h"
+#include "netns/netlink.h"
 
 // The appliers are held by pointer: their headers (Asio, the IDL thread, the coroutine
 // machinery of the Placement client) stay out of this one, which main.cc includes.
@@ -77,7 +78,7 @@ class Agent {
   core::Status listenHealth();
 
   boost::asio::io_context& io_;
-  // The informers' retry timers and failure durations.
+  // Every timer and time read of the agent (informers, appliers, servers).
   core::AsioClock clock_;
   AgentConfig config_;
   core::MetricsRegistry metrics_;
@@ -97,6 +98,8 @@ class Agent {
   std::unique_ptr<ovsdb::IdlThread> ovsdb_;
   // The OVN chassis configuration; null unless config.ovs.enabled.
   std::unique_ptr<ovsdb::ChassisReconciler> chassis_;
+  // The kernel the metadata service plumbs its namespaces through (its worker thread only).
+  netns::NetlinkImpl netlink_;
   // The metadata service; null unless config.ovs.enabled and config.metadata.enabled.
   std::unique_ptr<MetadataService> metadata_;
   std::unique_ptr<core::Timer> heartbeat_;

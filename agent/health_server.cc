@@ -158,10 +158,11 @@ struct HealthServer::State : Listener {
   using Listener::Listener;
 };
 
-HealthServer::HealthServer(asio::io_context& io, core::HealthRegistry& health,
+HealthServer::HealthServer(asio::io_context& io, core::Clock& clock, core::HealthRegistry& health,
                            core::MetricsRegistry& metrics,
                            std::function<nlohmann::json()> debugPlan, HealthServerOptions options)
-    : health_(health),
+    : clock_(clock),
+      health_(health),
       metrics_(metrics),
       debugPlan_(std::move(debugPlan)),
       options_(options),
@@ -266,7 +267,7 @@ void HealthServer::onAcceptError(const std::string& error) {
   const auto delay = core::acceptRetryDelay(failures);
   acceptErrors_.inc();
   std::uint64_t suppressed = 0;
-  if (state_->acceptLog.allow(std::chrono::steady_clock::now(), suppressed))
+  if (state_->acceptLog.allow(clock_.now(), suppressed))
     core::logger("health")->warn(
         "{} listener: accept failed: {} ({} in a row; retrying in {} ms; {} failures not logged "
         "since the last line)",
@@ -281,7 +282,7 @@ void HealthServer::onAcceptError(const std::string& error) {
 void HealthServer::refuse(bool fromThisHost) {
   refused_.inc();
   std::uint64_t suppressed = 0;
-  if (state_->refuseLog.allow(std::chrono::steady_clock::now(), suppressed))
+  if (state_->refuseLog.allow(clock_.now(), suppressed))
     core::logger("health")->warn(
         "{} listener: {} connections open from {} (maxConnections): closed a new one ({} more "
         "closed since the last line)",

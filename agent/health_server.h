@@ -17,6 +17,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/clock.h"
 #include "core/health.h"
 #include "core/metrics.h"
 #include "core/result.h"
@@ -42,7 +43,8 @@ struct HealthServerOptions {
 
 class HealthServer {
  public:
-  HealthServer(boost::asio::io_context& io, core::HealthRegistry& health,
+  /** `clock` paces the log lines of refused and failed accepts. */
+  HealthServer(boost::asio::io_context& io, core::Clock& clock, core::HealthRegistry& health,
                core::MetricsRegistry& metrics, std::function<nlohmann::json()> debugPlan,
                HealthServerOptions options);
   ~HealthServer();
@@ -74,6 +76,7 @@ class HealthServer {
   const char* name() const;
   core::Labels labels() const;
 
+  core::Clock& clock_;
   core::HealthRegistry& health_;
   core::MetricsRegistry& metrics_;
   std::function<nlohmann::json()> debugPlan_;

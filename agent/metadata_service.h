@@ -1,25 +1,29 @@
 #pragma once
-// The metadata service as the agent runs it: the namespace worker thread and the kernel plumbing
-// (netns/), the 169.254.169.254 proxy (metadata/server.h), the reconciler that ties them to the
-// Southbound view its participant on the OVSDB transport publishes (metadata/sb_participant.h),
-// and the client-IP lookup the proxy asks. Everything here lives on the loop thread except what
-// the worker runs.
+// The metadata service as the agent runs it, loop side: the reconciler that ties the Southbound
+// view its participant on the OVSDB transport publishes (metadata/sb_participant.h) to the
+// namespaces, the 169.254.169.254 proxy (metadata/server.h) and its listeners, and the client-IP
+// lookup the proxy asks. Everything here runs on the loop thread (the participant's publish
+// callback only hops to it); the blocking plumbing is the worker side's (metadata_plumbing.h),
+// reached only by posting jobs to its thread, over the netns::Netlink the caller injects.
 
 #include <boost/asio/io_context.hpp>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
+#include "agent/metadata_plumbing.h"
+#include "agent/plan.h"
+#include "core/applier.h"
 #include "metadata/config.h"
 #include "metadata/lookup.h"
 #include "metadata/reconciler.h"
 #include "metadata/server.h"
-#include "netns/applier.h"
-#include "netns/netlink.h"
-#include "netns/worker.h"
 
 namespace okna::core {
 class HealthRegistry;
@@ -30,17 +34,23 @@ namespace okna::metadata {
 class SouthboundParticipant;
 struct SouthboundView;
 }  // namespace okna::metadata
+namespace okna::netns {
+class Netlink;
+}
 
 namespace okna::agent {
 
-class MetadataService : private metadata::Plumbing,
+class MetadataService : public core::Applier<MetadataIntent>,
                         private metadata::Listeners,
                         private metadata::PortLookup {
  public:
+  /** `netlink`: the kernel the worker side plumbs through (netns::NetlinkImpl; tests a fake);
+   *  it must outlive the service. */
   MetadataService(boost::asio::io_context& io, core::Clock& clock, core::HttpClient& http,
                   const metadata::MetadataConfig& config,
                   std::shared_ptr<metadata::SouthboundParticipant> southbound,
-                  core::MetricsRegistry& metrics, core::HealthRegistry& health);
+                  core::MetricsRegistry& metrics, core::HealthRegistry& health,
+                  netns::Netlink& netlink);
   ~MetadataService() override;
 
   /** Active while the node has the compute or the network role (external ports). */
@@ -48,20 +58,23 @@ class MetadataService : private metadata::Plumbing,
   /** Every view its participant publishes (the Southbound view and the integration bridge), on
    *  the loop. */
   void onView(const metadata::SouthboundView& view);
-  void stop();
+
+  // core::Applier: apply() is setActive(intent.active); describe() the reconciler's
+  // debugJson(); health() the "metadata" readiness component.
+  void apply(const MetadataIntent& intent) override { setActive(intent.active); }
+  void stop() override;
+  std::optional<core::HealthRegistry::Check> health() const override;
+  nlohmann::json describe() const override;
 
   const metadata::Reconciler& reconciler() const { return reconciler_; }
+  /** Listeners the proxy serves for the network (tests). */
+  std::size_t listenerCount(const std::string& networkId) const {
+    return server_.listenerCount(networkId);
+  }
 
  private:
   // The wanted metadata ports to the participant, when they changed.
   void submitPorts(std::shared_ptr<const ovsdb::DesiredMetadataOvs> desired);
-  // metadata::Plumbing, on the worker thread.
-  core::Result<Ensured> ensure(const metadata::NetworkPlan& network) override;
-  void prepare(const std::vector<std::shared_ptr<const metadata::NetworkPlan>>& networks) override;
-  core::Status remove(const std::string& namespaceName) override;
-  core::Result<std::vector<std::string>> list() override;
-  core::Result<int> listen(const metadata::NetworkPlan& network, const std::string& address,
-                           int port) override;
   // metadata::Listeners, on the loop.
   core::Status addListener(const std::string& networkId, int fd) override;
   void removeNetwork(const std::string& networkId) override;
@@ -73,11 +86,9 @@ class MetadataService : private metadata::Plumbing,
   // Plain-http Nova goes through a pooled Beast client (1.7x curl's throughput in
   // bench/metadata); https keeps the agent's curl client (CA, client certificates).
   std::unique_ptr<core::HttpClient> novaHttp_;
-  netns::NetlinkImpl netlink_;
-  netns::NamespaceApplier applier_;
-  // What prepare() did per namespace, until its ensure() reports it (worker thread only).
-  std::map<std::string, netns::EnsureReport> prepared_;
-  netns::Worker worker_;
+  core::HealthRegistry& health_;
+  // The worker side: the namespace worker thread and the plumbing it runs.
+  MetadataPlumbing plumbing_;
   metadata::MetadataServer server_;
   metadata::Reconciler reconciler_;
   std::shared_ptr<metadata::SouthboundParticipant> southbound_;

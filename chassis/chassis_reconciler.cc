@@ -9,6 +9,7 @@
 #include "chassis/ownership.h"
 #include "core/health.h"
 #include "core/logging.h"
+#include "core/loop_thread.h"
 #include "core/metrics.h"
 #include "k8s/events.h"
 
@@ -89,21 +90,20 @@ std::string connectionProblem(const std::string& remote, const std::string& erro
 
 }  // namespace
 
-ChassisReconciler::ChassisReconciler(boost::asio::io_context& io, OvsConfig config,
-                                     core::MetricsRegistry& metrics, core::HealthRegistry& health,
-                                     k8s::EventRecorder* events, OvsdbApplierFactory makeApplier,
-                                     core::Clock* clock)
+ChassisReconciler::ChassisReconciler(boost::asio::io_context& io, core::Clock& clock,
+                                     OvsConfig config, core::MetricsRegistry& metrics,
+                                     core::HealthRegistry& health, k8s::EventRecorder* events,
+                                     OvsdbApplierFactory makeApplier)
     : io_(io),
       config_(std::move(config)),
       metrics_(metrics),
       health_(health),
       events_(events),
       alive_(std::make_shared<bool>(true)),
-      ownedClock_(clock ? nullptr : std::make_unique<core::AsioClock>(io)),
-      clock_(clock ? clock : ownedClock_.get()),
+      clock_(clock),
       stateFile_(config_.stateFile),
-      drainTimer_(clock_->makeTimer()),
-      vswitchdTimer_(clock_->makeTimer()) {
+      drainTimer_(clock_.makeTimer()),
+      vswitchdTimer_(clock_.makeTimer()) {
   if (const std::string runDir = config_.vswitchdRunDir.value_or(""); !runDir.empty())
     vswitchdProbe_ = std::make_unique<UnixctlVswitchdProbe>(runDir);
   fileCopy_ = stateFile_.load();
@@ -160,7 +160,7 @@ ChassisReconciler::ChassisReconciler(boost::asio::io_context& io, OvsConfig conf
     });
   };
   thread_ = makeApplier ? makeApplier(std::move(publish))
-                        : std::make_unique<ChassisTransportApplier>(config_, health_, *clock_,
+                        : std::make_unique<ChassisTransportApplier>(config_, health_, clock_,
                                                                     std::move(publish));
 }
 
@@ -169,6 +169,7 @@ ChassisReconciler::~ChassisReconciler() {
 }
 
 void ChassisReconciler::stop() {
+  OKNA_ASSERT_ON_LOOP();
   *alive_ = false;
   drainTimer_->cancel();
   vswitchdTimer_->cancel();
@@ -176,6 +177,7 @@ void ChassisReconciler::stop() {
 }
 
 void ChassisReconciler::update(const k8s::NodeInfo& node, const DesiredChassis& planned) {
+  OKNA_ASSERT_ON_LOOP();
   if (!*alive_) return;
   nodeName_ = node.name;
   node_ = node;
@@ -309,7 +311,7 @@ void ChassisReconciler::checkVswitchd() {
   const bool changed = !vswitchd_ || *vswitchd_ != now;
   vswitchd_ = std::move(now);
   if (changed) updateHealth();
-  vswitchdTimer_->waitUntil(clock_->now() + config_.vswitchdCheckInterval, [this, alive = alive_] {
+  vswitchdTimer_->waitUntil(clock_.now() + config_.vswitchdCheckInterval, [this, alive = alive_] {
     if (*alive) checkVswitchd();
   });
 }
@@ -367,7 +369,7 @@ void ChassisReconciler::decide() {
   in.gatewayFlagInFlight = submitted_ && submitted_->gateway && snapshot_ &&
                            snapshot_->convergedGeneration < generation_;
   in.ownershipCopy = fileCopy_;
-  in.now = core::unixSeconds(*clock_);
+  in.now = core::unixSeconds(clock_);
   in.drainTimeout = config_.drainTimeout;
   decision_ = decideChassis(*plan_, *node_, in);
   planned_ = decision_->checked;
@@ -386,13 +388,17 @@ void ChassisReconciler::armDrainTimer(std::int64_t now) {
       std::max<std::int64_t>(0, drain_.since + config_.drainTimeout.count() - now);
   // The step compares whole seconds: 100 ms past the deadline it has surely passed.
   drainTimer_->waitUntil(
-      clock_->now() + std::chrono::seconds(left) + std::chrono::milliseconds(100),
+      clock_.now() + std::chrono::seconds(left) + std::chrono::milliseconds(100),
       [this, alive = alive_] {
         if (!*alive || drain_.since == 0) return;
         decide();
-        if (drain_.since != 0) armDrainTimer(core::unixSeconds(*clock_));
+        if (drain_.since != 0) armDrainTimer(core::unixSeconds(clock_));
         submit();
       });
+}
+
+std::optional<core::HealthRegistry::Check> ChassisReconciler::health() const {
+  return health_.component(kComponent);
 }
 
 nlohmann::json ChassisReconciler::debugJson() const {

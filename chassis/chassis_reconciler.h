@@ -54,6 +54,7 @@
 #include "chassis/ovsdb_applier.h"
 #include "chassis/ownership_state_file.h"
 #include "chassis/vswitchd_probe.h"
+#include "core/applier.h"
 #include "core/clock.h"
 #include "ovsdb/config.h"
 
@@ -71,15 +72,24 @@ namespace okna::ovsdb {
  *  and the dry run's one reading. */
 ChassisObserved observedChassisOf(const Snapshot& snapshot);
 
-class ChassisReconciler {
+/** The chassis applier's section: the plan's chassis section (planChassis) and the Node it was
+ *  planned from (the external NIC's safety check reads its InternalIP and annotations). */
+struct ChassisSection {
+  const k8s::NodeInfo& node;
+  const DesiredChassis& planned;
+};
+
+class ChassisReconciler : public core::Applier<ChassisSection> {
  public:
   /** `events` may be null (no Node Events). Nothing touches OVSDB before the first update().
-   *  `makeApplier`: the agent's puts the participant on its shared transport; tests pass a fake;
-   *  default: a transport of its own (ChassisTransportApplier). `clock` default: the real one. */
-  ChassisReconciler(boost::asio::io_context& io, OvsConfig config, core::MetricsRegistry& metrics,
-                    core::HealthRegistry& health, k8s::EventRecorder* events,
-                    OvsdbApplierFactory makeApplier = {}, core::Clock* clock = nullptr);
-  ~ChassisReconciler();
+   *  `clock` drives the drain deadline, the ovs-vswitchd check and a default transport (the
+   *  agent's core::AsioClock; tests a ManualClock). `makeApplier`: the agent's puts the
+   *  participant on its shared transport; tests pass a fake; default: a transport of its own
+   *  (ChassisTransportApplier). */
+  ChassisReconciler(boost::asio::io_context& io, core::Clock& clock, OvsConfig config,
+                    core::MetricsRegistry& metrics, core::HealthRegistry& health,
+                    k8s::EventRecorder* events, OvsdbApplierFactory makeApplier = {});
+  ~ChassisReconciler() override;
   ChassisReconciler(const ChassisReconciler&) = delete;
   ChassisReconciler& operator=(const ChassisReconciler&) = delete;
 
@@ -88,8 +98,14 @@ class ChassisReconciler {
    *  they become Node Events and readiness detail. Starts the OVSDB writer on the first call. */
   void update(const k8s::NodeInfo& node, const DesiredChassis& planned);
   const OvsConfig& config() const { return config_; }
+
+  // core::Applier: apply() is update(); describe() is debugJson(); health() the "ovsdb"
+  // readiness component.
+  void apply(const ChassisSection& section) override { update(section.node, section.planned); }
   /** Stops the IDL thread and the drain timer; OVSDB is left as it is. */
-  void stop();
+  void stop() override;
+  std::optional<core::HealthRegistry::Check> health() const override;
+  nlohmann::json describe() const override { return debugJson(); }
 
   /** Where the external NIC's safety check reads the host (default: LinuxHostNics). */
   void setHostNics(std::unique_ptr<HostNics> nics) { hostNics_ = std::move(nics); }
@@ -137,8 +153,7 @@ class ChassisReconciler {
   k8s::EventRecorder* events_;
   // Shared with the callbacks the IDL thread posts, which may run after stop().
   std::shared_ptr<bool> alive_;
-  std::unique_ptr<core::Clock> ownedClock_;
-  core::Clock* clock_;
+  core::Clock& clock_;
   std::unique_ptr<OvsdbApplier> thread_;
   std::string nodeName_;
   // The last update()'s Node and plan section, and what the host said about the external NIC.

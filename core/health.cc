@@ -26,6 +26,13 @@ std::vector<HealthRegistry::Check> HealthRegistry::readiness() const {
   return out;
 }
 
+std::optional<HealthRegistry::Check> HealthRegistry::component(const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  const auto it = components_.find(name);
+  if (it == components_.end()) return std::nullopt;
+  return Check{name, it->second.ready, it->second.detail};
+}
+
 bool HealthRegistry::ready() const {
   auto checks = readiness();
   return std::all_of(checks.begin(), checks.end(), [](const Check& c) { return c.ok; });

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,8 @@ class HealthRegistry {
   void setReady(const std::string& name, bool ready, const std::string& detail = "");
   /** The components in name order. */
   std::vector<Check> readiness() const;
+  /** One component (nullopt: not registered). */
+  std::optional<Check> component(const std::string& name) const;
   bool ready() const;
 
   /** A thread or loop that must beat at least every `maxSilence`. Thread-safe. */

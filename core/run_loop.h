@@ -9,7 +9,8 @@
 
 namespace okna::core {
 
-/** Runs `io` until it has no more work or is stopped; returns the number of exceptions caught. */
+/** Runs `io` until it has no more work or is stopped; returns the number of exceptions caught.
+ *  The calling thread is the marked loop thread meanwhile (core/loop_thread.h). */
 unsigned long runLoop(boost::asio::io_context& io,
                       const std::function<void(const std::string& what)>& onException = {});
 

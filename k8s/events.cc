@@ -13,8 +13,8 @@ namespace {
 constexpr auto kAggregationWindow = std::chrono::hours(1);
 }
 
-std::string rfc3339Now() {
-  const std::time_t now = std::time(nullptr);
+std::string rfc3339(std::chrono::system_clock::time_point at) {
+  const std::time_t now = std::chrono::system_clock::to_time_t(at);
   std::tm tm{};
   gmtime_r(&now, &tm);
   char buf[32];
@@ -22,14 +22,15 @@ std::string rfc3339Now() {
   return buf;
 }
 
-EventRecorder::EventRecorder(ApiClient& api, EventTarget target)
-    : api_(api), target_(std::move(target)) {}
+EventRecorder::EventRecorder(ApiClient& api, const core::Clock& clock, EventTarget target)
+    : api_(api), clock_(clock), target_(std::move(target)) {}
 
 void EventRecorder::record(const std::string& type, const std::string& reason,
                            const std::string& message) {
   const std::string key = type + "\n" + reason + "\n" + message;
-  const auto now = std::chrono::steady_clock::now();
-  const std::string ts = rfc3339Now();
+  const auto now = clock_.now();
+  const auto wallNow = clock_.wallNow();
+  const std::string ts = rfc3339(wallNow);
   auto log = core::logger("k8s");
   auto it = recent_.find(key);
   if (it != recent_.end() && now - it->second.first < kAggregationWindow) {
@@ -50,7 +51,8 @@ void EventRecorder::record(const std::string& type, const std::string& reason,
   }
   // Unique per agent start and event: node name, time and a sequence number.
   char suffix[32];
-  std::snprintf(suffix, sizeof suffix, "%lx%x", static_cast<unsigned long>(std::time(nullptr)),
+  std::snprintf(suffix, sizeof suffix, "%lx%x",
+                static_cast<unsigned long>(std::chrono::system_clock::to_time_t(wallNow)),
                 ++sequence_);
   const std::string name = target_.nodeName + "." + suffix;
   recent_[key] = Sent{name, 1, now};

@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "core/clock.h"
 #include "k8s/api_client.h"
 
 namespace okna::k8s {
@@ -20,7 +21,8 @@ struct EventTarget {
 
 class EventRecorder {
  public:
-  EventRecorder(ApiClient& api, EventTarget target);
+  /** `clock`: the Events' timestamps and the aggregation window. */
+  EventRecorder(ApiClient& api, const core::Clock& clock, EventTarget target);
 
   /** type: "Normal" or "Warning"; reason: UpperCamelCase. Fire and forget; failures are logged. */
   void record(const std::string& type, const std::string& reason, const std::string& message);
@@ -35,6 +37,7 @@ class EventRecorder {
     std::chrono::steady_clock::time_point first;
   };
   ApiClient& api_;
+  const core::Clock& clock_;
   EventTarget target_;
   std::map<std::string, Sent> recent_;
   unsigned sent_ = 0;
@@ -42,6 +45,6 @@ class EventRecorder {
 };
 
 /** RFC 3339 UTC timestamp with second precision, as Event timestamps use. */
-std::string rfc3339Now();
+std::string rfc3339(std::chrono::system_clock::time_point at);
 
 }  // namespace okna::k8s

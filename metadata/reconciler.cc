@@ -11,6 +11,7 @@
 
 #include "core/health.h"
 #include "core/logging.h"
+#include "core/loop_thread.h"
 #include "core/metrics.h"
 
 namespace okna::metadata {
@@ -41,6 +42,7 @@ Reconciler::Reconciler(boost::asio::io_context& io, core::Clock& clock, Reconcil
     : io_(io),
       clock_(clock),
       options_(options),
+      retries_(clock_, core::BackoffConfig{options_.retryMin, options_.retryMax, 2.0, 0.0}),
       plumbing_(plumbing),
       runOnWorker_(std::move(runOnWorker)),
       listeners_(listeners),
@@ -66,6 +68,7 @@ Reconciler::~Reconciler() {
 }
 
 void Reconciler::stop() {
+  OKNA_ASSERT_ON_LOOP();
   *alive_ = false;
   retryTimer_->cancel();
   verifyTimer_->cancel();
@@ -73,6 +76,7 @@ void Reconciler::stop() {
 }
 
 void Reconciler::setActive(bool active) {
+  OKNA_ASSERT_ON_LOOP();
   if (active == active_) return;
   active_ = active;
   if (active) {
@@ -96,6 +100,7 @@ void Reconciler::update(const ovsdb::SbMetadataView& view, const std::string& in
                         const core::SharedValue<std::set<std::string>>& bridgePorts,
                         const core::SharedValue<std::set<std::string>>& createdPorts,
                         const core::SharedValue<std::set<std::string>>& vmIfaceIds) {
+  OKNA_ASSERT_ON_LOOP();
   if (!*alive_) return;
   const std::string bridge = integrationBridge.empty() ? "br-int" : integrationBridge;
   if (bridge != bridge_) {
@@ -186,8 +191,9 @@ void Reconciler::reconcileNetwork(const std::string& id, std::optional<TimePoint
   const bool current =
       st.applied && *st.applied == network && st.listening && !st.removing && !st.verify;
   if (current) return;
-  if (clock_.now() < st.retryAt) {
-    nextRetry = nextRetry ? std::min(*nextRetry, st.retryAt) : st.retryAt;
+  if (!retries_.due(id)) {
+    const TimePoint retryAt = *retries_.dueAt(id);
+    nextRetry = nextRetry ? std::min(*nextRetry, retryAt) : retryAt;
     return;
   }
   healthDirty_ = true;
@@ -294,9 +300,8 @@ void Reconciler::onEnsured(const std::shared_ptr<const NetworkPlan>& planned,
     for (auto& fd : fds)
       if (fd) ::close(*fd);
     st.lastError = error;
-    st.backoff = std::clamp(st.backoff * 2, options_.retryMin, options_.retryMax);
-    st.retryAt = clock_.now() + st.backoff;
-    log->error("network {}: {}; retrying in {} ms", network.networkId, error, st.backoff.count());
+    const auto delay = retries_.failed(network.networkId);
+    log->error("network {}: {}; retrying in {} ms", network.networkId, error, delay.count());
     metrics_
         .counter("okna_metadata_plumbing_total", "Namespace operations, by result",
                  {{"op", "ensure"}, {"result", "error"}})
@@ -346,8 +351,7 @@ void Reconciler::onEnsured(const std::shared_ptr<const NetworkPlan>& planned,
     st.replug = true;
   st.applied = planned;
   st.lastError.clear();
-  st.backoff = {};
-  st.retryAt = {};
+  retries_.forget(network.networkId);
   metrics_
       .counter("okna_metadata_plumbing_total", "Namespace operations, by result",
                {{"op", "ensure"}, {"result", "ok"}})
@@ -399,14 +403,14 @@ void Reconciler::startRemove(const std::string& networkId, const std::string& na
       if (status) {
         networks_.erase(networkId);
         listed_.erase(namespaceName);
+        retries_.forget(networkId);
       } else {
         state.lastError = status.error().message;
-        state.backoff = std::clamp(state.backoff * 2, options_.retryMin, options_.retryMax);
-        state.retryAt = clock_.now() + state.backoff;
+        const auto delay = retries_.failed(networkId);
         core::logger(kComponent)
             ->error("removing {}: {}; retrying in {} ms", namespaceName, state.lastError,
-                    state.backoff.count());
-        scheduleRetry(state.retryAt);
+                    delay.count());
+        scheduleRetry(*retries_.dueAt(networkId));
       }
       requestReconcile();
     });
@@ -472,6 +476,7 @@ bool Reconciler::submitPorts() {
 }
 
 void Reconciler::verifyAll() {
+  OKNA_ASSERT_ON_LOOP();
   if (!*alive_) return;
   for (auto& [id, st] : networks_)
     if (st.applied && st.listening && !st.removing) st.verify = true;
@@ -605,6 +610,7 @@ void Reconciler::scheduleRetry(TimePoint at) {
 
 std::span<const ovsdb::SbPort* const> Reconciler::lookup(const std::string& networkId,
                                                          const std::string& clientIp) const {
+  OKNA_ASSERT_ON_LOOP();
   const auto net = plan_.index.find(networkId);
   if (net == plan_.index.end()) return {};
   auto it = net->second.find(clientIp);

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/keyed_retry.h"
 #include "core/result.h"
 #include "core/shared_value.h"
 #include "metadata/metadata_ports.h"
@@ -192,8 +193,6 @@ class Reconciler {
     // The veth was re-created under an OVS port of the same name: ovs-vswitchd keeps the old
     // device open (the userspace datapath at least), so the port is removed, then added again.
     bool replug = false;
-    std::chrono::milliseconds backoff{0};
-    core::Clock::TimePoint retryAt{};
     std::string lastError;
   };
 
@@ -230,6 +229,9 @@ class Reconciler {
   boost::asio::io_context& io_;
   core::Clock& clock_;
   ReconcilerOptions options_;
+  // The networks whose ensure or removal failed, each waiting its own backoff (retryMin,
+  // doubling up to retryMax; forgotten on success).
+  core::KeyedRetry<std::string> retries_;
   Plumbing& plumbing_;
   RunOnWorker runOnWorker_;
   // Ensures started by the current reconcile pass, not yet handed to the worker.

@@ -24,10 +24,12 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/drain_aware_socket.h"
 #include "core/http_client.h"
 #include "core/listener_guard.h"
 #include "core/logging.h"
+#include "core/loop_thread.h"
 #include "core/metrics.h"
 #include "core/write_now.h"
 #include "metadata/config.h"
@@ -43,7 +45,7 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = boost::beast::http;
 using tcp = asio::ip::tcp;
-using Clock = std::chrono::steady_clock;
+using TimePoint = core::Clock::TimePoint;
 // Sockets bound to the io_context's concrete executor: the default polymorphic executor costs
 // copies and type-erased calls on every operation (~5% of the proxy's CPU).
 using Executor = asio::io_context::executor_type;
@@ -127,9 +129,10 @@ std::size_t totalConnectionCap(const MetadataLimits& limits) {
 }  // namespace
 
 struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl> {
-  Impl(asio::io_context& ioContext, core::HttpClient& httpClient, const MetadataConfig& cfg,
-       const PortLookup& portLookup, core::MetricsRegistry& registry)
+  Impl(asio::io_context& ioContext, core::Clock& loopClock, core::HttpClient& httpClient,
+       const MetadataConfig& cfg, const PortLookup& portLookup, core::MetricsRegistry& registry)
       : io(ioContext),
+        clock(loopClock),
         http(httpClient),
         config(cfg),
         ports(portLookup),
@@ -185,7 +188,7 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
              fmt::format_string<Args...> format, Args&&... args) {
     if (!log->should_log(level)) return;
     std::uint64_t dropped = 0;
-    if (!net.logs[static_cast<std::size_t>(kind)].allow(Clock::now(), dropped)) {
+    if (!net.logs[static_cast<std::size_t>(kind)].allow(clock.now(), dropped)) {
       suppressedLines.inc();
       return;
     }
@@ -232,6 +235,8 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
   void releaseClientSlot(Network& net, const std::string& clientIp);
 
   asio::io_context& io;
+  // Deadlines, idle times and request durations (the agent's core::AsioClock).
+  core::Clock& clock;
   core::HttpClient& http;
   const MetadataConfig& config;
   const PortLookup& ports;
@@ -268,10 +273,10 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
 // keep-alive. One request at a time, so pipelined requests are answered in order.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Clock::time_point deadline() const { return deadline_; }
+  TimePoint deadline() const { return deadline_; }
   const std::string& clientIp() const { return clientIp_; }
   /** No request in progress since `since`: a new connection, or between keep-alive requests. */
-  bool idle(Clock::time_point& since) const {
+  bool idle(TimePoint& since) const {
     since = idleSince_;
     return idle_ && !closed_;
   }
@@ -292,7 +297,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     server_->openConnections.add(1);
     ++server_->totalConnections;
     ++net_->clients[clientIp_].connections;
-    deadline_ = Clock::now() + server_->config.limits.headerTimeout;
+    deadline_ = server_->clock.now() + server_->config.limits.headerTimeout;
     server_->ensureSweep();
     waitForRequest();
   }
@@ -338,7 +343,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool dequeue(std::uint64_t ticket) {
     if (closed_ || !queued_ || ticket != ticket_) return false;
     queued_ = false;
-    deadline_ = Clock::now() + std::chrono::hours(24);
+    deadline_ = server_->clock.now() + std::chrono::hours(24);
     return true;
   }
   bool queued() const { return queued_ && !closed_; }
@@ -347,7 +352,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void expireInQueue() {
     if (!queued()) return;
     queued_ = false;
-    deadline_ = Clock::now() + std::chrono::hours(24);
+    deadline_ = server_->clock.now() + std::chrono::hours(24);
     answerLate();
   }
 
@@ -358,7 +363,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool sendToNova() {
     if (closed_) return false;
     const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(answerBy_ - Clock::now());
+        std::chrono::duration_cast<std::chrono::milliseconds>(answerBy_ - server_->clock.now());
     if (left < server_->minNovaBudget) {
       answerLate();
       return false;
@@ -379,7 +384,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
  private:
   // Deadlines are checked by the server's sweep (one timer for all connections), so moving
   // one is a store: no timer queue operation, no timerfd_settime, per request.
-  void setDeadline(std::chrono::milliseconds fromNow) { deadline_ = Clock::now() + fromNow; }
+  void setDeadline(std::chrono::milliseconds fromNow) {
+    deadline_ = server_->clock.now() + fromNow;
+  }
 
   void waitForRequest() {
     if (buffer_.size() > 0) {
@@ -387,7 +394,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return;
     }
     idle_ = true;
-    idleSince_ = Clock::now();
+    idleSince_ = server_->clock.now();
     // Idle until the next request's first byte (the first request gets the header timeout). The
     // client sends it only after reading this answer: wait for it without a recv that would
     // fail first (core::DrainAwareSocket).
@@ -469,7 +476,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     server_->vmLog(*net_, VmLog::BadRequest, spdlog::level::info,
                    "network {} client {}: bad request ({}), answering {} and closing", net_->id,
                    clientIp_, ec.message(), status);
-    started_ = Clock::now();
+    started_ = server_->clock.now();
     respond(errorResponse(status), 11, false, {}, {});
   }
 
@@ -492,10 +499,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void handleRequest() {
-    started_ = Clock::now();
+    started_ = server_->clock.now();
     answerBy_ = started_ + server_->config.limits.requestDeadline;
     // Nova may take its time; the HttpClient's timeout bounds it, not ours.
-    deadline_ = Clock::now() + std::chrono::hours(24);
+    deadline_ = server_->clock.now() + std::chrono::hours(24);
     const int version = request_.version;
     const bool keepAlive = parser_->keep_alive();
     if (!toOriginForm(request_.target) || !isOriginForm(request_.target))
@@ -562,7 +569,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void respond(ProxyResponse response, int version, bool keepAlive, std::string_view instanceId,
                std::string_view target) {
     const unsigned status = response.status;
-    const double seconds = std::chrono::duration<double>(Clock::now() - started_).count();
+    const double seconds = std::chrono::duration<double>(server_->clock.now() - started_).count();
     server_->duration.observe(seconds);
     server_->requests(status).inc();
     const auto path = target.substr(0, target.find('?'));
@@ -620,7 +627,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<MetadataServer::Impl> server_;
   std::shared_ptr<Network> net_;
   core::DrainAwareSocket socket_;
-  Clock::time_point deadline_{};
+  TimePoint deadline_{};
   std::string clientIp_;
   beast::flat_buffer buffer_;
   // The request being read and the answer being written; the strings keep their capacity
@@ -643,12 +650,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool queued_ = false;
   std::uint64_t ticket_ = 0;
   // When the request must be answered: its arrival + limits.requestDeadline.
-  Clock::time_point answerBy_{};
+  TimePoint answerBy_{};
   // Waiting for a request's first byte (Impl::sweep closes it sooner when the network is busy).
   bool idle_ = false;
-  Clock::time_point idleSince_{};
+  TimePoint idleSince_{};
   bool closed_ = false;
-  Clock::time_point started_{};
+  TimePoint started_{};
 };
 
 void MetadataServer::Impl::ensureSweep() {
@@ -663,7 +670,7 @@ void MetadataServer::Impl::ensureSweep() {
 }
 
 void MetadataServer::Impl::sweep() {
-  const auto now = Clock::now();
+  const auto now = clock.now();
   const auto cap = static_cast<std::size_t>(config.limits.maxConnectionsPerNamespace);
   std::vector<std::pair<std::string, std::shared_ptr<Connection>>> due;
   bool any = false;
@@ -673,7 +680,7 @@ void MetadataServer::Impl::sweep() {
     const bool busy = net->connections.size() * 4 >= cap * 3;
     for (const auto& c : net->connections) {
       any = true;
-      Clock::time_point idleSince;
+      TimePoint idleSince;
       const bool idleTooLong =
           busy && c->idle(idleSince) && now - idleSince >= config.limits.busyIdleTimeout;
       if (c->deadline() <= now || idleTooLong) due.emplace_back(id, c);
@@ -815,16 +822,17 @@ void MetadataServer::Impl::closeNetwork(Network& net) {
   for (const auto& c : connections) c->close();
 }
 
-MetadataServer::MetadataServer(asio::io_context& io, core::HttpClient& http,
+MetadataServer::MetadataServer(asio::io_context& io, core::Clock& clock, core::HttpClient& http,
                                const MetadataConfig& config, const PortLookup& ports,
                                core::MetricsRegistry& metrics)
-    : impl_(std::make_shared<Impl>(io, http, config, ports, metrics)) {}
+    : impl_(std::make_shared<Impl>(io, clock, http, config, ports, metrics)) {}
 
 MetadataServer::~MetadataServer() {
   stop();
 }
 
 core::Status MetadataServer::addListener(const std::string& networkId, int fd) {
+  OKNA_ASSERT_ON_LOOP();
   const auto fail = [&](const std::string& why) {
     ::close(fd);
     return core::makeError("metadata listener for network " + networkId + ": " + why);
@@ -860,6 +868,7 @@ core::Status MetadataServer::addListener(const std::string& networkId, int fd) {
 }
 
 void MetadataServer::removeNetwork(const std::string& networkId) {
+  OKNA_ASSERT_ON_LOOP();
   auto it = impl_->networks.find(networkId);
   if (it == impl_->networks.end()) return;
   auto net = it->second;
@@ -878,6 +887,7 @@ std::size_t MetadataServer::connectionCount(const std::string& networkId) const 
 }
 
 void MetadataServer::stop() {
+  OKNA_ASSERT_ON_LOOP();
   if (!impl_ || impl_->stopped) return;
   impl_->stopped = true;
   impl_->sweepTimer.cancel();

@@ -14,6 +14,7 @@ class io_context;
 }
 
 namespace okna::core {
+class Clock;
 class HttpClient;
 class MetricsRegistry;
 }  // namespace okna::core
@@ -26,8 +27,9 @@ class PortLookup;
 class MetadataServer {
  public:
   /** Everything passed by reference must outlive the server. Call from the loop thread only. */
-  MetadataServer(boost::asio::io_context& io, core::HttpClient& http, const MetadataConfig& config,
-                 const PortLookup& ports, core::MetricsRegistry& metrics);
+  MetadataServer(boost::asio::io_context& io, core::Clock& clock, core::HttpClient& http,
+                 const MetadataConfig& config, const PortLookup& ports,
+                 core::MetricsRegistry& metrics);
   ~MetadataServer();
   MetadataServer(const MetadataServer&) = delete;
   MetadataServer& operator=(const MetadataServer&) = delete;

@@ -28,7 +28,6 @@ SharedSecret::SharedSecret(std::string path, std::chrono::milliseconds recheck)
     return;
   }
   if (auto s = reload(); !s.ok()) lastError_ = s.error();
-  nextCheck_ = Clock::now() + recheck_;
 }
 
 core::Result<std::string_view> SharedSecret::get(Clock::time_point now) {

@@ -26,8 +26,9 @@ class SharedSecret {
    * The current secret, re-reading the file if it changed (checked at most once per recheck
    * period). An error only while the file was never read: after a successful read a broken
    * file keeps the last good secret (logged once). The view is valid until the next get().
+   * `now`: the caller's clock (the server's core::Clock); the first call always checks.
    */
-  core::Result<std::string_view> get(Clock::time_point now = Clock::now());
+  core::Result<std::string_view> get(Clock::time_point now);
 
   /** How many times the file content was (re)loaded; for tests and logs. */
   int loads() const { return loads_; }

@@ -63,9 +63,9 @@ Task<core::Result<Session>> StaticAuth::session(bool) {
   co_return Session{url, "admin", compute};
 }
 
-KeystoneAuth::KeystoneAuth(core::HttpClient& http, ResolvedAuth auth,
+KeystoneAuth::KeystoneAuth(core::HttpClient& http, const core::Clock& clock, ResolvedAuth auth,
                            std::chrono::milliseconds timeout)
-    : http_(http), auth_(std::move(auth)), timeout_(timeout) {}
+    : http_(http), clock_(clock), auth_(std::move(auth)), timeout_(timeout) {}
 
 KeystoneAuth::~KeystoneAuth() {
   if (inFlight_) inFlight_->cancel();
@@ -73,7 +73,7 @@ KeystoneAuth::~KeystoneAuth() {
 
 Task<core::Result<Session>> KeystoneAuth::session(bool renew) {
   if (renew) session_.reset();
-  if (session_ && Clock::now() < renewAt_) co_return *session_;
+  if (session_ && clock_.now() < renewAt_) co_return *session_;
   co_return co_await fetch();
 }
 
@@ -138,7 +138,7 @@ Task<core::Result<Session>> KeystoneAuth::fetch() {
   req.tls = auth_.tls;
   req.totalTimeout = timeout_;
   ++tokenRequests_;
-  const auto sentAt = Clock::now();
+  const auto sentAt = clock_.now();
   auto resp = co_await send(http_, std::move(req), &inFlight_);
   inFlight_.reset();
   const std::string who = "keystone " + withV3(auth_.auth.authUrl) + " (" + auth_.source + ")";
@@ -205,10 +205,11 @@ Task<core::Result<Session>> KeystoneAuth::fetch() {
   co_return s;
 }
 
-std::unique_ptr<Authenticator> makeAuthenticator(core::HttpClient& http, ResolvedAuth auth,
+std::unique_ptr<Authenticator> makeAuthenticator(core::HttpClient& http, const core::Clock& clock,
+                                                 ResolvedAuth auth,
                                                  std::chrono::milliseconds timeout) {
   if (auth.auth.type == "none") return std::make_unique<StaticAuth>(std::move(auth));
-  return std::make_unique<KeystoneAuth>(http, std::move(auth), timeout);
+  return std::make_unique<KeystoneAuth>(http, clock, std::move(auth), timeout);
 }
 
 }  // namespace okna::placement

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "core/clock.h"
 #include "placement/async_http.h"
 #include "placement/clouds_yaml.h"
 
@@ -50,7 +51,9 @@ class StaticAuth final : public Authenticator {
 class KeystoneAuth final : public Authenticator {
  public:
   using Clock = std::chrono::steady_clock;
-  KeystoneAuth(core::HttpClient& http, ResolvedAuth auth, std::chrono::milliseconds timeout);
+  /** `clock`: when the cached token is renewed. */
+  KeystoneAuth(core::HttpClient& http, const core::Clock& clock, ResolvedAuth auth,
+               std::chrono::milliseconds timeout);
   ~KeystoneAuth() override;
   KeystoneAuth(const KeystoneAuth&) = delete;
   KeystoneAuth& operator=(const KeystoneAuth&) = delete;
@@ -72,6 +75,7 @@ class KeystoneAuth final : public Authenticator {
   core::Result<std::string> requestBody() const;
 
   core::HttpClient& http_;
+  const core::Clock& clock_;
   ResolvedAuth auth_;
   std::chrono::milliseconds timeout_;
   std::optional<Session> session_;
@@ -81,7 +85,8 @@ class KeystoneAuth final : public Authenticator {
 };
 
 /** KeystoneAuth, or StaticAuth for auth type none. */
-std::unique_ptr<Authenticator> makeAuthenticator(core::HttpClient& http, ResolvedAuth auth,
+std::unique_ptr<Authenticator> makeAuthenticator(core::HttpClient& http, const core::Clock& clock,
+                                                 ResolvedAuth auth,
                                                  std::chrono::milliseconds timeout);
 
 /** Seconds between two Keystone timestamps ("2026-11-02T10:00:00.000000Z"); nullopt if unparsable.

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/logging.h"
+#include "core/loop_thread.h"
 #include "placement/clouds_yaml.h"
 #include "placement/keystone.h"
 
@@ -74,30 +75,29 @@ bool sameShape(const DesiredProviderTree& a, const DesiredProviderTree& b) {
 
 }  // namespace
 
-Reconciler::Reconciler(asio::io_context& io, PlacementConfig config, core::MetricsRegistry& metrics,
-                       core::HealthRegistry& health, core::Clock* clock)
+Reconciler::Reconciler(asio::io_context& io, core::Clock& clock, PlacementConfig config,
+                       core::MetricsRegistry& metrics, core::HealthRegistry& health)
     : io_(io),
       config_(std::move(config)),
       metrics_(metrics),
       health_(health),
-      ownedClock_(clock ? nullptr : std::make_unique<core::AsioClock>(io)),
-      clock_(clock ? clock : ownedClock_.get()),
+      clock_(clock),
       owned_(config_.stateFile),
       wake_(io),
-      dueTimer_(clock_->makeTimer()),
-      resync_(clock_->makeTimer()),
-      deletionRetry_(clock_->makeTimer()),
+      dueTimer_(clock_.makeTimer()),
+      resync_(clock_.makeTimer()),
+      deletionRetry_(clock_.makeTimer()),
       deletionBackoff_(config_.backoff),
-      restart_(clock_->makeTimer()),
+      restart_(clock_.makeTimer()),
       backoff_(config_.backoff) {
   enabled_ = config_.enabled;
   if (auto s = owned_.load(); !s) log()->warn("{}", s.error().message);
 }
 
-Reconciler::Reconciler(asio::io_context& io, core::HttpClient& http, PlacementConfig config,
-                       core::MetricsRegistry& metrics, core::HealthRegistry& health,
-                       core::Clock* clock)
-    : Reconciler(io, std::move(config), metrics, health, clock) {
+Reconciler::Reconciler(asio::io_context& io, core::Clock& clock, core::HttpClient& http,
+                       PlacementConfig config, core::MetricsRegistry& metrics,
+                       core::HealthRegistry& health)
+    : Reconciler(io, clock, std::move(config), metrics, health) {
   auto resolved = resolveAuth(config_);
   if (!resolved) {
     configError_ = resolved.error();
@@ -110,7 +110,7 @@ Reconciler::Reconciler(asio::io_context& io, core::HttpClient& http, PlacementCo
               resolved->regionName.empty() ? "" : ", region " + resolved->regionName,
               resolved->endpointOverride.empty() ? "" : ", endpoint " + resolved->endpointOverride);
   resolved->computeEndpointOverride = config_.availabilityZones.computeEndpointOverride;
-  auth_ = makeAuthenticator(http, std::move(*resolved), config_.requestTimeout);
+  auth_ = makeAuthenticator(http, clock_, std::move(*resolved), config_.requestTimeout);
   ownedApi_ = std::make_unique<ApiImpl>(http, *auth_, config_.requestTimeout);
   api_ = ownedApi_.get();
   syncer_ = std::make_unique<Syncer>(*api_, owned_, config_.conflictRetries);
@@ -118,10 +118,9 @@ Reconciler::Reconciler(asio::io_context& io, core::HttpClient& http, PlacementCo
   zones_ = std::make_unique<ZoneSyncer>(*ownedNova_, *api_, owned_, config_.conflictRetries);
 }
 
-Reconciler::Reconciler(asio::io_context& io, Api& api, PlacementConfig config,
-                       core::MetricsRegistry& metrics, core::HealthRegistry& health,
-                       core::Clock* clock, NovaApi* nova)
-    : Reconciler(io, std::move(config), metrics, health, clock) {
+Reconciler::Reconciler(asio::io_context& io, core::Clock& clock, Api& api, PlacementConfig config,
+                       core::MetricsRegistry& metrics, core::HealthRegistry& health, NovaApi* nova)
+    : Reconciler(io, clock, std::move(config), metrics, health) {
   api_ = &api;
   syncer_ = std::make_unique<Syncer>(*api_, owned_, config_.conflictRetries);
   if (nova != nullptr)
@@ -139,7 +138,16 @@ Reconciler::~Reconciler() {
   *alive_ = false;
 }
 
+void Reconciler::apply(const PlacementSection& section) {
+  OKNA_ASSERT_ON_LOOP();
+  setNode(section.nodeName, section.nodeUid);
+  if (!section.podsKnown) return;
+  if (section.desired) update(*section.desired);
+  setActive(section.desired.has_value());
+}
+
 void Reconciler::stop() {
+  OKNA_ASSERT_ON_LOOP();
   if (stopped_) return;
   stopped_ = true;
   if (mode_ == Mode::Manage) health_.removeComponent("placement");
@@ -153,6 +161,7 @@ void Reconciler::stop() {
 }
 
 void Reconciler::setActive(bool computeRole) {
+  OKNA_ASSERT_ON_LOOP();
   if (stopped_ || !enabled_) return;
   if (configError_) {
     // Without credentials nothing can be managed nor closed. Said once per role change, and
@@ -221,12 +230,13 @@ void Reconciler::onWorkerEnded(std::exception_ptr error) {
   }
   const auto delay = backoff_.next();
   log()->error("the Placement worker failed ({}); restarting it in {} ms", what, delay.count());
-  restart_->waitUntil(clock_->now() + delay, [this, alive = std::weak_ptr<bool>(alive_)] {
+  restart_->waitUntil(clock_.now() + delay, [this, alive = std::weak_ptr<bool>(alive_)] {
     if (stillAlive(alive) && !stopped_) start();
   });
 }
 
 void Reconciler::setNode(const std::string& name, const std::string& uid) {
+  OKNA_ASSERT_ON_LOOP();
   if (stopped_) return;
   const bool nodeChanged = uid != nodeUid_ || name != nodeName_;
   nodeName_ = name;
@@ -238,6 +248,7 @@ void Reconciler::setNode(const std::string& name, const std::string& uid) {
 }
 
 void Reconciler::update(const DesiredProviderTree& desired) {
+  OKNA_ASSERT_ON_LOOP();
   if (stopped_) return;
   setNode(desired.root.name, desired.root.uuid);
   DesiredProviderTree next = desired;
@@ -265,7 +276,7 @@ void Reconciler::update(const DesiredProviderTree& desired) {
 }
 
 void Reconciler::trigger(std::chrono::milliseconds delay) {
-  const auto at = std::max(clock_->now() + delay, notBefore_);
+  const auto at = std::max(clock_.now() + delay, notBefore_);
   if (!pending_ || at < due_) due_ = at;
   pending_ = true;
   wake_.cancel();
@@ -274,7 +285,7 @@ void Reconciler::trigger(std::chrono::milliseconds delay) {
 void Reconciler::scheduleResync() {
   if (config_.resyncInterval.count() == 0 || resyncArmed_ || stopped_) return;
   resyncArmed_ = true;
-  resync_->waitUntil(clock_->now() + config_.resyncInterval,
+  resync_->waitUntil(clock_.now() + config_.resyncInterval,
                      [this, alive = std::weak_ptr<bool>(alive_)] {
                        if (!stillAlive(alive)) return;
                        resyncArmed_ = false;
@@ -312,7 +323,7 @@ void Reconciler::scheduleDeletionRetry() {
   }
   if (deletionRetryArmed_) return;
   deletionRetryArmed_ = true;
-  deletionRetry_->waitUntil(clock_->now() + deletionBackoff_.next(),
+  deletionRetry_->waitUntil(clock_.now() + deletionBackoff_.next(),
                             [this, alive = std::weak_ptr<bool>(alive_)] {
                               if (!stillAlive(alive)) return;
                               deletionRetryArmed_ = false;
@@ -331,7 +342,7 @@ Task<void> Reconciler::run(std::shared_ptr<bool> alive) {
       co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       continue;
     }
-    if (clock_->now() < due_) {
+    if (clock_.now() < due_) {
       // Woken by the clock at `due_`, or earlier by a trigger (which re-evaluates).
       dueTimer_->waitUntil(due_, [this] { wake_.cancel(); });
       wake_.expires_at(std::chrono::steady_clock::time_point::max());
@@ -436,7 +447,7 @@ void Reconciler::afterPass(Mode mode, const core::Status& status, const DesiredP
                  {{"result", "error"}})
         .inc();
     const auto delay = backoff_.next();
-    notBefore_ = clock_->now() + delay;
+    notBefore_ = clock_.now() + delay;
     // The desired state is kept; the next pass starts from a fresh read of the server.
     if (status.error().message != lastError_) {
       log()->warn("Placement update failed (retrying with backoff, next in {} ms): {}",
@@ -521,7 +532,7 @@ nlohmann::json Reconciler::debugJson() const {
   out["pending"] = pending_ || running_;
   if (pending_)
     out["dueInMs"] = std::max<std::int64_t>(
-        0, std::chrono::duration_cast<std::chrono::milliseconds>(due_ - clock_->now()).count());
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(due_ - clock_.now()).count());
   // What the next pass would send instead of the plan: reservations held back by the step.
   std::vector<std::string> held;
   if (mode_ == Mode::Manage && desired_) {

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/applier.h"
 #include "core/backoff.h"
 #include "core/clock.h"
 #include "core/health.h"
@@ -34,18 +35,27 @@ namespace okna::placement {
 
 class Authenticator;
 
-class Reconciler {
+/** The Placement applier's section: the node, whether its pods are known, and the plan's
+ *  Placement section (nullopt: the node has no compute role, or Placement is off). Before the pods
+ *  are known there is no section, and the applier keeps its previous state (a reservation from
+ *  half the pods would be too small; a role taken away is acted on once the pods are known). */
+struct PlacementSection {
+  const std::string& nodeName;
+  const std::string& nodeUid;
+  bool podsKnown = false;
+  const std::optional<DesiredProviderTree>& desired;
+};
+
+class Reconciler : public core::Applier<PlacementSection> {
  public:
   /** Production: credentials from config (clouds.yaml or inline), HTTP through `http`. `clock`
-   *  (default: the real one) drives the debounce, backoff and resync. */
-  Reconciler(boost::asio::io_context& io, core::HttpClient& http, PlacementConfig config,
-             core::MetricsRegistry& metrics, core::HealthRegistry& health,
-             core::Clock* clock = nullptr);
+   *  (the agent's core::AsioClock; tests a ManualClock) drives the debounce, backoff and resync. */
+  Reconciler(boost::asio::io_context& io, core::Clock& clock, core::HttpClient& http,
+             PlacementConfig config, core::MetricsRegistry& metrics, core::HealthRegistry& health);
   /** Tests: an Api of the caller's (a fake Placement). */
-  Reconciler(boost::asio::io_context& io, Api& api, PlacementConfig config,
-             core::MetricsRegistry& metrics, core::HealthRegistry& health,
-             core::Clock* clock = nullptr, NovaApi* nova = nullptr);
-  ~Reconciler();
+  Reconciler(boost::asio::io_context& io, core::Clock& clock, Api& api, PlacementConfig config,
+             core::MetricsRegistry& metrics, core::HealthRegistry& health, NovaApi* nova = nullptr);
+  ~Reconciler() override;
   Reconciler(const Reconciler&) = delete;
   Reconciler& operator=(const Reconciler&) = delete;
 
@@ -66,7 +76,16 @@ class Reconciler {
   void setActive(bool computeRole);
   const PlacementConfig& config() const { return config_; }
   /** Stops pushing for good; the provider is left as it is. */
-  void stop();
+  void stop() override;
+
+  // core::Applier: apply() is setNode(), then, once the pods are known, update() and
+  // setActive(); describe() is debugJson(); health() the "placement" readiness component (there
+  // while the node has the compute role).
+  void apply(const PlacementSection& section) override;
+  std::optional<core::HealthRegistry::Check> health() const override {
+    return health_.component("placement");
+  }
+  nlohmann::json describe() const override { return debugJson(); }
   /**
    * Where conditions an operator must act on go as Node Events (type "Warning", a reason, a
    * message), once per distinct condition: a child Placement refuses to delete, a provider with
@@ -95,8 +114,8 @@ class Reconciler {
   nlohmann::json debugJson() const;
 
  private:
-  Reconciler(boost::asio::io_context& io, PlacementConfig config, core::MetricsRegistry& metrics,
-             core::HealthRegistry& health, core::Clock* clock);
+  Reconciler(boost::asio::io_context& io, core::Clock& clock, PlacementConfig config,
+             core::MetricsRegistry& metrics, core::HealthRegistry& health);
   void start();
   void trigger(std::chrono::milliseconds delay);
   Task<void> run(std::shared_ptr<bool> alive);
@@ -121,8 +140,7 @@ class Reconciler {
   PlacementConfig config_;
   core::MetricsRegistry& metrics_;
   core::HealthRegistry& health_;
-  std::unique_ptr<core::Clock> ownedClock_;
-  core::Clock* clock_;
+  core::Clock& clock_;
   // Production wiring (empty in tests).
   std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<Api> ownedApi_;

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "core/beast_http_client.h"
+#include "core/clock.h"
 #include "core/curl_http_client.h"
 #include "core/logging.h"
 #include "core/metrics.h"
@@ -74,7 +75,8 @@ int main(int argc, char** argv) {
   config.limits.maxConnectionsPerNamespace = 1024;
   config.limits.maxInFlightPerNamespace = 1024;
   EveryoneIsOneVm lookup;
-  okna::metadata::MetadataServer server(io, *http, config, lookup, metrics);
+  okna::core::AsioClock clock(io);
+  okna::metadata::MetadataServer server(io, clock, *http, config, lookup, metrics);
   if (auto s = server.addListener("bench-network", listenOn(std::atoi(argv[1]))); !s.ok()) {
     std::fprintf(stderr, "%s\n", s.error().message.c_str());
     return 1;

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "core/clock.h"
 #include "core/curl_http_client.h"
 #include "core/logging.h"
 #include "placement/reconciler.h"
@@ -80,6 +81,7 @@ int main(int argc, char** argv) {
   const std::string url = testing::readFile(dir + "/p/url");
 
   boost::asio::io_context io;
+  okna::core::AsioClock clock(io);
   core::CurlHttpClient http(io);
   testing::CountingHttpClient counting(http);
   testing::Operator op(io, http, url);
@@ -126,7 +128,8 @@ int main(int argc, char** argv) {
   }
 
   std::vector<Row> rows;
-  auto agent = std::make_unique<placement::Reconciler>(io, counting, config, metrics, health);
+  auto agent =
+      std::make_unique<placement::Reconciler>(io, clock, counting, config, metrics, health);
   agent->setActive(true);
   auto waitPass = [&](unsigned n) {
     return testing::runUntil(io, [&] { return agent->successfulPasses() >= n && !agent->busy(); });
@@ -198,7 +201,7 @@ int main(int argc, char** argv) {
 
   // Agent restart (also what a periodic resync costs, plus GET /).
   agent.reset();
-  agent = std::make_unique<placement::Reconciler>(io, counting, config, metrics, health);
+  agent = std::make_unique<placement::Reconciler>(io, clock, counting, config, metrics, health);
   agent->setActive(true);
   mark = counting.size();
   okna::testing::planAndUpdate(*agent, node, pods);

@@ -3,6 +3,7 @@
 // preserved byte for byte, drift repaired, state re-asserted after the server is killed and
 // restarted on an empty database, ownership surviving a new agent process, invalid mappings.
 #include "chassis/chassis_reconciler.h"
+#include "core/clock.h"
 
 #include <gtest/gtest.h>
 
@@ -55,7 +56,7 @@ class ChassisReconcilerTest : public ::testing::Test {
     c.remote = ovs_->remote();
     c.drainTimeout = drain;
     c.stateFile = "";  // the record's copy: ownership_recovery_test
-    return std::make_unique<ChassisReconciler>(io_, c, metrics_, health_, nullptr);
+    return std::make_unique<ChassisReconciler>(io_, clock_, c, metrics_, health_, nullptr);
   }
 
   static k8s::NodeInfo node(k8s::StringMap labels, k8s::StringMap annotations = {}) {
@@ -85,6 +86,7 @@ class ChassisReconcilerTest : public ::testing::Test {
   std::string metricsText() const { return metrics_.render(); }
 
   boost::asio::io_context io_;
+  core::AsioClock clock_{io_};
   LoopRunner loop_{io_};
   core::MetricsRegistry metrics_;
   core::HealthRegistry health_;
@@ -227,7 +229,7 @@ TEST_F(ChassisReconcilerTest, NotReadyWhileOvsVswitchdIsKilledReadyOnceItIsBack)
   c.stateFile = "";
   c.vswitchdRunDir = dir;
   c.vswitchdCheckInterval = std::chrono::milliseconds(200);
-  auto r = std::make_unique<ChassisReconciler>(io_, c, metrics_, health_, nullptr);
+  auto r = std::make_unique<ChassisReconciler>(io_, clock_, c, metrics_, health_, nullptr);
   okna::testing::planAndUpdate(*r, node({}), {"network"});
   ASSERT_TRUE(loop_.runUntil([&] { return ready(); })) << readinessDetail() << vswitchd->log();
 

@@ -14,6 +14,7 @@
 
 #include "chassis/chassis_reconciler.h"
 #include "chassis/ownership.h"
+#include "core/clock.h"
 #include "core/health.h"
 #include "core/logging.h"
 #include "core/metrics.h"
@@ -66,7 +67,7 @@ class GatewayDrainTest : public ::testing::Test {
     c.remote = ovs_->remote();
     c.drainTimeout = drain;
     c.stateFile = "";  // the ownership record's copy: chassis_reconciler_test
-    return std::make_unique<ChassisReconciler>(io_, c, metrics_, health_, &events_);
+    return std::make_unique<ChassisReconciler>(io_, clock_, c, metrics_, health_, &events_);
   }
 
   // A gateway node: the network role, a zone, a bridge mapping and the external NIC.
@@ -127,12 +128,13 @@ class GatewayDrainTest : public ::testing::Test {
   double metric(const std::string& sample) const { return metricValue(metrics_.render(), sample); }
 
   boost::asio::io_context io_;
+  core::AsioClock clock_{io_};
   LoopRunner loop_{io_};
   core::MetricsRegistry metrics_;
   core::HealthRegistry health_;
   okna::testing::FakeHttpClient http_;
   k8s::ApiClient api_{http_, okna::testing::fakeCluster()};
-  k8s::EventRecorder events_{api_, {"net-1", "uid-1", "openkeel-node-agent"}};
+  k8s::EventRecorder events_{api_, clock_, {"net-1", "uid-1", "openkeel-node-agent"}};
   std::unique_ptr<OvsdbServer> ovs_;
   std::unique_ptr<OvsdbServer> sb_;
   std::string binding_;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chassis/chassis_reconciler.h"
+#include "core/clock.h"
 #include "core/health.h"
 #include "core/metrics.h"
 #include "k8s/events.h"
@@ -134,18 +135,19 @@ TEST(GatewayFailoverEndToEnd, FlagFirstMappingsKeptUntilTheGatewayLeftThenRemove
        "ip link add");
 
   boost::asio::io_context io;
+  okna::core::AsioClock clock(io);
   LoopRunner loop(io);
   core::MetricsRegistry metrics;
   core::HealthRegistry health;
   okna::testing::FakeHttpClient http;
   k8s::ApiClient api(http, okna::testing::fakeCluster());
-  k8s::EventRecorder events(api, {"net-1", "uid-1", "openkeel-node-agent"});
+  k8s::EventRecorder events(api, clock, {"net-1", "uid-1", "openkeel-node-agent"});
   OvsConfig config;
   config.enabled = true;
   config.remote = chassis.ovs_remote();
   config.stateFile = "";
   config.drainTimeout = 120s;  // far beyond the test's bounds: passing means "drained"
-  ChassisReconciler agent(io, config, metrics, health, &events);
+  ChassisReconciler agent(io, clock, config, metrics, health, &events);
 
   k8s::NodeInfo node;
   node.name = "net-1";
@@ -257,17 +259,18 @@ TEST(OvsVswitchdFailures, AMissingExternalNicIsReportedNotReadyMetricAndEvent) {
   OKNA_SKIP_WITHOUT_OVN_CHASSIS();
   OvnChassis chassis;
   boost::asio::io_context io;
+  okna::core::AsioClock clock(io);
   LoopRunner loop(io);
   core::MetricsRegistry metrics;
   core::HealthRegistry health;
   okna::testing::FakeHttpClient http;
   k8s::ApiClient api(http, okna::testing::fakeCluster());
-  k8s::EventRecorder events(api, {"net-1", "uid-1", "openkeel-node-agent"});
+  k8s::EventRecorder events(api, clock, {"net-1", "uid-1", "openkeel-node-agent"});
   OvsConfig config;
   config.enabled = true;
   config.remote = chassis.ovs_remote();
   config.stateFile = "";
-  ChassisReconciler agent(io, config, metrics, health, &events);
+  ChassisReconciler agent(io, clock, config, metrics, health, &events);
   k8s::NodeInfo node;
   node.name = "net-1";
   node.labels = {{kExternalNicKey, "okfnosuch0"}};

@@ -15,6 +15,7 @@
 #include "chassis/chassis_reconciler.h"
 #include "chassis/ownership.h"
 #include "chassis/ownership_state_file.h"
+#include "core/clock.h"
 #include "core/health.h"
 #include "core/metrics.h"
 #include "k8s/events.h"
@@ -56,7 +57,7 @@ class OwnershipRecoveryTest : public ::testing::Test {
     c.remote = ovs_->remote();
     c.drainTimeout = std::chrono::seconds(0);
     c.stateFile = stateFile();
-    return std::make_unique<ChassisReconciler>(io_, c, metrics_, health_, &events_);
+    return std::make_unique<ChassisReconciler>(io_, clock_, c, metrics_, health_, &events_);
   }
 
   static k8s::NodeInfo node(k8s::StringMap labels, k8s::StringMap annotations = {}) {
@@ -127,12 +128,13 @@ class OwnershipRecoveryTest : public ::testing::Test {
   }
 
   boost::asio::io_context io_;
+  core::AsioClock clock_{io_};
   LoopRunner loop_{io_};
   core::MetricsRegistry metrics_;
   core::HealthRegistry health_;
   okna::testing::FakeHttpClient http_;
   k8s::ApiClient api_{http_, okna::testing::fakeCluster()};
-  k8s::EventRecorder events_{api_, {"net-1", "uid-1", "openkeel-node-agent"}};
+  k8s::EventRecorder events_{api_, clock_, {"net-1", "uid-1", "openkeel-node-agent"}};
   std::unique_ptr<OvsdbServer> ovs_;
   std::filesystem::path dir_;
 };

@@ -88,7 +88,7 @@ class MetadataViewTest : public ::testing::Test {
     // As the agent wires them: one transport, the chassis' participant and the metadata one.
     transport_ = std::make_unique<IdlThread>(c, health_, clock_);
     r_ = std::make_unique<ChassisReconciler>(
-        io_, c, metrics_, health_, nullptr, [this](OvsdbApplier::SnapshotCallback publish) {
+        io_, clock_, c, metrics_, health_, nullptr, [this](OvsdbApplier::SnapshotCallback publish) {
           return std::make_unique<ChassisTransportApplier>(*transport_, std::move(publish));
         });
     southbound_ = std::make_shared<metadata::SouthboundParticipant>(c.livenessDelayMax);
@@ -135,6 +135,7 @@ class MetadataViewTest : public ::testing::Test {
   }
 
   boost::asio::io_context io_;
+  core::AsioClock clock_{io_};
   LoopRunner loop_{io_};
   core::MetricsRegistry metrics_;
   core::HealthRegistry health_;

@@ -12,6 +12,7 @@
 #include <regex>
 
 #include "core/beast_http_client.h"
+#include "core/clock.h"
 #include "core/curl_http_client.h"
 #include "core/metrics.h"
 #include "metadata/config.h"
@@ -84,7 +85,8 @@ class ProxyIntegrationTest : public ::testing::TestWithParam<std::string> {
       } else {
         http_ = std::make_unique<core::CurlHttpClient>(loop_.io(), "openkeel-node-agent/test");
       }
-      server_ = std::make_unique<MetadataServer>(loop_.io(), *http_, config_, lookup_, metrics_);
+      server_ =
+          std::make_unique<MetadataServer>(loop_.io(), clock_, *http_, config_, lookup_, metrics_);
     });
     auto [fd, port] = okna::testing::listenOnLoopback();
     port_ = port;
@@ -123,6 +125,7 @@ class ProxyIntegrationTest : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<okna::testing::Process> nova_;
   int novaPort_ = 0;
   okna::testing::LoopThread loop_;
+  core::AsioClock clock_{loop_.io()};
   std::unique_ptr<core::HttpClient> http_;
   core::MetricsRegistry metrics_;
   MetadataConfig config_;

@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "chassis/chassis_reconciler.h"
+#include "core/clock.h"
 #include "core/health.h"
 #include "core/metrics.h"
 #include "tests/fakes/chassis_plan.h"
@@ -113,7 +114,7 @@ class OvsdbTlsTest : public ::testing::Test {
     c.drainTimeout = std::chrono::seconds(0);
     c.ssl = {key.empty() ? pki_->key("client") : key, cert.empty() ? pki_->cert("client") : cert,
              ca};
-    r_ = std::make_unique<ChassisReconciler>(io_, c, metrics_, health_, nullptr);
+    r_ = std::make_unique<ChassisReconciler>(io_, clock_, c, metrics_, health_, nullptr);
     k8s::NodeInfo n;
     n.name = "net-1";
     okna::testing::planAndUpdate(*r_, n, {"network"});
@@ -128,6 +129,7 @@ class OvsdbTlsTest : public ::testing::Test {
   }
 
   boost::asio::io_context io_;
+  core::AsioClock clock_{io_};
   LoopRunner loop_{io_};
   core::MetricsRegistry metrics_;
   core::HealthRegistry health_;

@@ -8,6 +8,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 
+#include "core/clock.h"
 #include "core/curl_http_client.h"
 #include "placement/keystone.h"
 #include "placement/reconciler.h"
@@ -66,7 +67,7 @@ class KeystoneIT : public ::testing::Test {
     c.cloud = "openkeel-test";
     auto resolved = resolveAuth(c);
     EXPECT_TRUE(resolved.ok());
-    KeystoneAuth auth(http_, *resolved, 30s);
+    KeystoneAuth auth(http_, clock_, *resolved, 30s);
     std::optional<core::Result<Session>> s;
     boost::asio::co_spawn(
         io_, [&]() -> Task<void> { s = co_await auth.session(false); }, boost::asio::detached);
@@ -76,7 +77,7 @@ class KeystoneIT : public ::testing::Test {
   }
 
   void pushAndCheck(PlacementConfig c) {
-    auto r = std::make_unique<Reconciler>(io_, counting_, std::move(c), metrics_, health_);
+    auto r = std::make_unique<Reconciler>(io_, clock_, counting_, std::move(c), metrics_, health_);
     r->setActive(true);
     auto node = testing::makeNode(name_, uid_);
     okna::testing::planAndUpdate(*r, node, {testing::makePod(name_, "a", "1", "1Gi")});
@@ -95,6 +96,7 @@ class KeystoneIT : public ::testing::Test {
 
   static std::string* dir_;
   boost::asio::io_context io_;
+  core::AsioClock clock_{io_};
   core::CurlHttpClient http_{io_};
   testing::CountingHttpClient counting_{http_};
   core::MetricsRegistry metrics_;
@@ -140,7 +142,7 @@ TEST_F(KeystoneIT, WrongPasswordIsNotReadyWithAClearReason) {
   c.auth.username = "admin";
   c.auth.passwordFile = bad;
   c.auth.projectName = "admin";
-  Reconciler r(io_, counting_, c, metrics_, health_);
+  Reconciler r(io_, clock_, counting_, c, metrics_, health_);
   r.setActive(true);
   okna::testing::planAndUpdate(r, testing::makeNode(name_, uid_), {});
   ASSERT_TRUE(testing::runUntil(io_, [&] { return r.failedPasses() >= 1; }));

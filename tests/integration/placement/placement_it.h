@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/curl_http_client.h"
 #include "placement/reconciler.h"
 #include "tests/fakes/placement_plan.h"
@@ -65,7 +66,7 @@ class PlacementIT : public ::testing::Test {
   std::unique_ptr<Reconciler> agent(const std::string& url = "") {
     PlacementConfig c = config_;
     if (!url.empty()) c.endpointOverride = url;
-    auto r = std::make_unique<Reconciler>(io_, counting_, c, metrics_, health_);
+    auto r = std::make_unique<Reconciler>(io_, clock_, counting_, c, metrics_, health_);
     r->setEventSink([this](const std::string&, const std::string& reason, const std::string& m) {
       events_.emplace_back(reason, m);
     });
@@ -89,6 +90,7 @@ class PlacementIT : public ::testing::Test {
   static inline std::string* dir_ = nullptr;
   static inline std::string* url_ = nullptr;
   boost::asio::io_context io_;
+  core::AsioClock clock_{io_};
   core::CurlHttpClient http_{io_};
   testing::CountingHttpClient counting_{http_};
   testing::Operator op_{io_, http_, url_ != nullptr ? *url_ : std::string()};

@@ -139,6 +139,7 @@ class HealthListenersNetns : public ::testing::Test {
   // The agent's two listeners with the default health config, in the node's namespace.
   void startDefaultListeners() {
     loop_ = std::make_unique<testing::LoopThread>();
+    clock_ = std::make_unique<core::AsioClock>(loop_->io());
     ASSERT_TRUE(loop_->run([&] { return enterNamespace(node_); }));
     const HealthConfig defaults;
     ASSERT_TRUE(checkHealthListeners(defaults).ok());
@@ -151,7 +152,8 @@ class HealthListenersNetns : public ::testing::Test {
     const auto start = [&](std::unique_ptr<HealthServer>& server, HealthServerOptions options,
                            const std::pair<std::string, unsigned short>& at) {
       return loop_->run([&] {
-        server = std::make_unique<HealthServer>(loop_->io(), health_, metrics_, plan, options);
+        server =
+            std::make_unique<HealthServer>(loop_->io(), *clock_, health_, metrics_, plan, options);
         return server->listen(at.first, at.second);
       });
     };
@@ -169,6 +171,7 @@ class HealthListenersNetns : public ::testing::Test {
   core::HealthRegistry health_;
   core::MetricsRegistry metrics_;
   std::unique_ptr<testing::LoopThread> loop_;
+  std::unique_ptr<core::AsioClock> clock_;
   std::unique_ptr<HealthServer> probes_, admin_;
   unsigned short healthPort_ = 0, adminPort_ = 0;
 };

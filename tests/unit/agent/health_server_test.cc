@@ -1,4 +1,5 @@
 #include "agent/health_server.h"
+#include "core/clock.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -88,9 +89,10 @@ HealthServerOptions admin(std::size_t maxConnections = 64) {
 
 TEST(HealthServerTest, ReadyzFollowsComponents) {
   boost::asio::io_context io;
+  core::AsioClock clock(io);
   core::HealthRegistry health;
   core::MetricsRegistry metrics;
-  HealthServer server(io, health, metrics, nullptr, probes());
+  HealthServer server(io, clock, health, metrics, nullptr, probes());
   health.addComponent("node-informer");
   health.addComponent("pod-informer");
   auto r = server.handle("/readyz");
@@ -108,9 +110,10 @@ TEST(HealthServerTest, ReadyzFollowsComponents) {
 // delete) shows in /readyz?verbose without failing readiness.
 TEST(HealthServerTest, VerboseShowsTheDetailOfPassingChecks) {
   boost::asio::io_context io;
+  core::AsioClock clock(io);
   core::HealthRegistry health;
   core::MetricsRegistry metrics;
-  HealthServer server(io, health, metrics, nullptr, probes());
+  HealthServer server(io, clock, health, metrics, nullptr, probes());
   health.addComponent("placement");
   health.setReady("placement", true, "provider n1 up to date; cannot delete n1:hugepages-1Gi");
   auto r = server.handle("/readyz?verbose");
@@ -124,9 +127,10 @@ TEST(HealthServerTest, VerboseShowsTheDetailOfPassingChecks) {
 
 TEST(HealthServerTest, HealthzFailsWhenAHeartbeatStops) {
   boost::asio::io_context io;
+  core::AsioClock clock(io);
   core::HealthRegistry health;
   core::MetricsRegistry metrics;
-  HealthServer server(io, health, metrics, nullptr, probes());
+  HealthServer server(io, clock, health, metrics, nullptr, probes());
   health.addHeartbeat("event-loop", std::chrono::milliseconds(0));
   health.addHeartbeat("ovsdb-idl", std::chrono::hours(1));
   // A zero allowance is exceeded as soon as any time passes.
@@ -140,11 +144,12 @@ TEST(HealthServerTest, HealthzFailsWhenAHeartbeatStops) {
 
 TEST(HealthServerTest, AdminServesMetricsAndPlan) {
   boost::asio::io_context io;
+  core::AsioClock clock(io);
   core::HealthRegistry health;
   core::MetricsRegistry metrics;
   metrics.counter("okna_test_total", "t").inc();
   HealthServer server(
-      io, health, metrics,
+      io, clock, health, metrics,
       [] {
         return nlohmann::json{{"roles", {"compute"}}};
       },
@@ -166,10 +171,11 @@ TEST(HealthServerTest, AdminServesMetricsAndPlan) {
 // What the node's network reaches (health.listen) names no network, address or OVS setting.
 TEST(HealthServerTest, ProbesListenerDoesNotServeMetricsOrPlan) {
   boost::asio::io_context io;
+  core::AsioClock clock(io);
   core::HealthRegistry health;
   core::MetricsRegistry metrics;
   HealthServer server(
-      io, health, metrics,
+      io, clock, health, metrics,
       [] {
         return nlohmann::json{{"secret", "plan"}};
       },
@@ -183,11 +189,12 @@ TEST(HealthServerTest, ProbesListenerDoesNotServeMetricsOrPlan) {
 
 TEST(HealthServerTest, TwoListenersSplitThePathsOverTheWire) {
   LoopThread loop;
+  core::AsioClock clock(loop.io());
   core::HealthRegistry health;
   core::MetricsRegistry metrics;
   auto plan = [] { return nlohmann::json{{"roles", {"compute"}}}; };
-  auto probe = std::make_unique<HealthServer>(loop.io(), health, metrics, plan, probes());
-  auto adm = std::make_unique<HealthServer>(loop.io(), health, metrics, plan, admin());
+  auto probe = std::make_unique<HealthServer>(loop.io(), clock, health, metrics, plan, probes());
+  auto adm = std::make_unique<HealthServer>(loop.io(), clock, health, metrics, plan, admin());
   ASSERT_TRUE(loop.run([&] { return probe->listen("127.0.0.1", 0); }).ok());
   ASSERT_TRUE(loop.run([&] { return adm->listen("127.0.0.1", 0); }).ok());
   const auto get = [](unsigned short port, const std::string& path) {
@@ -211,16 +218,17 @@ TEST(HealthServerTest, TwoListenersSplitThePathsOverTheWire) {
 
 TEST(HealthServerTest, PortInUseIsAClearError) {
   boost::asio::io_context io;
+  core::AsioClock clock(io);
   core::HealthRegistry health;
   core::MetricsRegistry metrics;
-  HealthServer first(io, health, metrics, nullptr, probes());
+  HealthServer first(io, clock, health, metrics, nullptr, probes());
   ASSERT_TRUE(first.listen("127.0.0.1", 0).ok());
-  HealthServer second(io, health, metrics, nullptr, probes());
+  HealthServer second(io, clock, health, metrics, nullptr, probes());
   auto s = second.listen("127.0.0.1", first.port());
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find("already in use"), std::string::npos) << s.error().message;
   EXPECT_NE(s.error().message.find("--health-listen"), std::string::npos) << s.error().message;
-  HealthServer third(io, health, metrics, nullptr, admin());
+  HealthServer third(io, clock, health, metrics, nullptr, admin());
   s = third.listen("127.0.0.1", first.port());
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find("admin endpoint"), std::string::npos) << s.error().message;
@@ -231,7 +239,8 @@ TEST(HealthServerTest, PortInUseIsAClearError) {
 class LiveServer : public ::testing::Test {
  protected:
   void start(HealthServerOptions options) {
-    server_ = std::make_unique<HealthServer>(loop_.io(), health_, metrics_, nullptr, options);
+    server_ =
+        std::make_unique<HealthServer>(loop_.io(), clock_, health_, metrics_, nullptr, options);
     ASSERT_TRUE(loop_.run([&] { return server_->listen("127.0.0.1", 0); }).ok());
   }
   void TearDown() override {
@@ -251,6 +260,7 @@ class LiveServer : public ::testing::Test {
   }
 
   LoopThread loop_;
+  core::AsioClock clock_{loop_.io()};
   core::HealthRegistry health_;
   core::MetricsRegistry metrics_;
   std::unique_ptr<HealthServer> server_;

@@ -44,11 +44,11 @@ class PlanTest : public ::testing::Test {
     sink_->set_pattern("[%n] %v");
     for (const char* component : {"agent", "roles", "ovsdb", "placement", "k8s"})
       core::logger(component)->sinks().push_back(sink_);
-    chassis_ = std::make_unique<ovsdb::ChassisReconciler>(io_, config_.ovs, metrics_, health_,
-                                                          nullptr, ovsdb_.factory(), &clock_);
+    chassis_ = std::make_unique<ovsdb::ChassisReconciler>(io_, clock_, config_.ovs, metrics_,
+                                                          health_, nullptr, ovsdb_.factory());
     chassis_->setHostNics(std::make_unique<QuietNics>());
-    placement_ = std::make_unique<placement::Reconciler>(io_, placementApi_, config_.placement,
-                                                         metrics_, health_, &clock_);
+    placement_ = std::make_unique<placement::Reconciler>(io_, clock_, placementApi_,
+                                                         config_.placement, metrics_, health_);
   }
   ~PlanTest() override {
     for (const char* component : {"agent", "roles", "ovsdb", "placement", "k8s"}) {

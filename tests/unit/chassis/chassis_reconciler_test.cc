@@ -38,8 +38,8 @@ class ChassisReconcilerUnitTest : public ::testing::Test {
     c.enabled = true;
     c.remote = "unix:/fake/db.sock";
     c.drainTimeout = drain;
-    auto r = std::make_unique<ChassisReconciler>(io_, c, metrics_, health_, &events_,
-                                                 ovsdb_.factory(), &clock_);
+    auto r = std::make_unique<ChassisReconciler>(io_, clock_, c, metrics_, health_, &events_,
+                                                 ovsdb_.factory());
     r->setHostNics(std::make_unique<QuietNics>());
     return r;
   }
@@ -101,7 +101,7 @@ class ChassisReconcilerUnitTest : public ::testing::Test {
   core::HealthRegistry health_;
   okna::testing::FakeHttpClient http_;
   k8s::ApiClient api_{http_, okna::testing::fakeCluster()};
-  k8s::EventRecorder events_{api_, {"net-1", "uid-1", "openkeel-node-agent"}};
+  k8s::EventRecorder events_{api_, clock_, {"net-1", "uid-1", "openkeel-node-agent"}};
 };
 
 TEST_F(ChassisReconcilerUnitTest, ReadyOnceTheFirstDesiredStateIsApplied) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/io_context.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include "k8s/events.h"
@@ -73,7 +75,9 @@ TEST(ApiClientTest, WatchSplitsLinesAndKeepsErrorBodies) {
 TEST(EventRecorderTest, RepeatsArePatchedNotRecreated) {
   FakeHttpClient http;
   ApiClient api(http, cluster());
-  EventRecorder recorder(api, {"lab-1", "uid-1", "openkeel-node-agent"});
+  boost::asio::io_context io;
+  core::AsioClock clock(io);
+  EventRecorder recorder(api, clock, {"lab-1", "uid-1", "openkeel-node-agent"});
   recorder.record("Warning", "InvalidBridgeMappings", "bad value");
   auto create = http.next();
   ASSERT_TRUE(create);

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/metrics.h"
 #include "metadata/config.h"
 #include "metadata/server.h"
@@ -39,7 +40,8 @@ class ServerTest : public ::testing::Test {
     lookup_.setPort(kNet, "127.0.0.1", kVm);
   }
   void start() {
-    server_ = std::make_unique<MetadataServer>(loop_.io(), http_, config_, lookup_, metrics_);
+    server_ =
+        std::make_unique<MetadataServer>(loop_.io(), clock_, http_, config_, lookup_, metrics_);
     auto [fd, port] = okna::testing::listenOnLoopback();
     port_ = port;
     auto status = loop_.run([&, fd = fd] { return server_->addListener(kNet, fd); });
@@ -72,6 +74,7 @@ class ServerTest : public ::testing::Test {
   }
 
   okna::testing::LoopThread loop_;
+  core::AsioClock clock_{loop_.io()};
   okna::testing::FakeHttpClient http_;
   core::MetricsRegistry metrics_;
   MetadataConfig config_;

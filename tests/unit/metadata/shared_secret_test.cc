@@ -25,7 +25,7 @@ class SharedSecretTest : public ::testing::Test {
 
 TEST_F(SharedSecretTest, NoFileMeansTheEmptySecret) {
   SharedSecret s("");
-  auto v = s.get();
+  auto v = s.get(SharedSecret::Clock::now());
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(*v, "");
 }
@@ -33,7 +33,7 @@ TEST_F(SharedSecretTest, NoFileMeansTheEmptySecret) {
 TEST_F(SharedSecretTest, TrailingNewlineStripped) {
   write(dir_ / "secret", "s3cr3t\n");
   SharedSecret s((dir_ / "secret").string());
-  auto v = s.get();
+  auto v = s.get(SharedSecret::Clock::now());
   ASSERT_TRUE(v.ok()) << v.error().message;
   EXPECT_EQ(*v, "s3cr3t");
 }
@@ -44,14 +44,14 @@ TEST_F(SharedSecretTest, SurroundingWhitespaceStrippedAsOsloConfigDoes) {
   for (const std::string text : {"s3cr3t \n", " \ts3cr3t\r\n", "s3cr3t\t", "\n\ns3cr3t  \n\n"}) {
     write(dir_ / "secret", text);
     SharedSecret s((dir_ / "secret").string());
-    auto v = s.get();
+    auto v = s.get(SharedSecret::Clock::now());
     ASSERT_TRUE(v.ok()) << v.error().message;
     EXPECT_EQ(*v, "s3cr3t") << "file held [" << text << "]";
   }
   // Inner spaces are part of the secret.
   write(dir_ / "secret", " two words \n");
   SharedSecret s((dir_ / "secret").string());
-  EXPECT_EQ(*s.get(), "two words");
+  EXPECT_EQ(*s.get(SharedSecret::Clock::now()), "two words");
 }
 
 TEST_F(SharedSecretTest, MissingFileIsAnErrorUntilItAppears) {

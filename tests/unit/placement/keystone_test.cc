@@ -45,11 +45,12 @@ class KeystoneTest : public ::testing::Test {
     p->reply(201, kTokenBody);
   }
   boost::asio::io_context io_;
+  core::AsioClock clock_{io_};
   testing::FakeHttpClient http_;
 };
 
 TEST_F(KeystoneTest, PasswordTokenCatalogAndRenewalOn401) {
-  KeystoneAuth auth(http_, passwordAuth(), std::chrono::seconds(5));
+  KeystoneAuth auth(http_, clock_, passwordAuth(), std::chrono::seconds(5));
   ApiImpl api(http_, auth, std::chrono::seconds(5));
   std::optional<core::Result<std::string>> got;
   boost::asio::co_spawn(
@@ -94,7 +95,7 @@ TEST_F(KeystoneTest, ApplicationCredentialBodyHasNoScope) {
   a.auth.type = "v3applicationcredential";
   a.auth.applicationCredentialId = "ac-id";
   a.auth.applicationCredentialSecret = "ac-secret";
-  KeystoneAuth auth(http_, a, std::chrono::seconds(5));
+  KeystoneAuth auth(http_, clock_, a, std::chrono::seconds(5));
   boost::asio::co_spawn(
       io_, [&]() -> Task<void> { co_await auth.session(false); }, boost::asio::detached);
   io_.poll();
@@ -105,7 +106,7 @@ TEST_F(KeystoneTest, ApplicationCredentialBodyHasNoScope) {
 }
 
 TEST_F(KeystoneTest, FailuresAreClearAndSecretFree) {
-  KeystoneAuth auth(http_, passwordAuth(), std::chrono::seconds(5));
+  KeystoneAuth auth(http_, clock_, passwordAuth(), std::chrono::seconds(5));
   std::optional<core::Result<Session>> got;
   boost::asio::co_spawn(
       io_, [&]() -> Task<void> { got = co_await auth.session(false); }, boost::asio::detached);
@@ -119,7 +120,7 @@ TEST_F(KeystoneTest, FailuresAreClearAndSecretFree) {
 
   ResolvedAuth noRegion = passwordAuth();
   noRegion.regionName = "Nowhere";
-  KeystoneAuth other(http_, noRegion, std::chrono::seconds(5));
+  KeystoneAuth other(http_, clock_, noRegion, std::chrono::seconds(5));
   boost::asio::co_spawn(
       io_, [&]() -> Task<void> { got = co_await other.session(false); }, boost::asio::detached);
   io_.poll();
@@ -137,7 +138,7 @@ TEST_F(KeystoneTest, FailuresAreClearAndSecretFree) {
 TEST_F(KeystoneTest, NullsInTheCatalogAreAbsentValues) {
   ResolvedAuth a = passwordAuth();
   a.regionName = "";
-  KeystoneAuth auth(http_, a, std::chrono::seconds(5));
+  KeystoneAuth auth(http_, clock_, a, std::chrono::seconds(5));
   std::optional<core::Result<Session>> got;
   boost::asio::co_spawn(
       io_, [&]() -> Task<void> { got = co_await auth.session(false); }, boost::asio::detached);
@@ -159,7 +160,7 @@ TEST_F(KeystoneTest, NullsInTheCatalogAreAbsentValues) {
 // and region as Placement; absent is not an error for Placement (only for the zone applier).
 TEST_F(KeystoneTest, ComputeEndpointFromTheSameCatalog) {
   ResolvedAuth a = passwordAuth();
-  KeystoneAuth auth(http_, a, std::chrono::seconds(5));
+  KeystoneAuth auth(http_, clock_, a, std::chrono::seconds(5));
   std::optional<core::Result<Session>> got;
   boost::asio::co_spawn(
       io_, [&]() -> Task<void> { got = co_await auth.session(false); }, boost::asio::detached);
@@ -180,7 +181,7 @@ TEST_F(KeystoneTest, ComputeEndpointFromTheSameCatalog) {
   EXPECT_EQ((*got)->computeEndpoint, "http://nova/v2.1");
   EXPECT_EQ((*got)->endpoint, "http://placement-internal");
 
-  KeystoneAuth without(http_, a, std::chrono::seconds(5));
+  KeystoneAuth without(http_, clock_, a, std::chrono::seconds(5));
   got.reset();
   boost::asio::co_spawn(
       io_, [&]() -> Task<void> { got = co_await without.session(false); }, boost::asio::detached);

@@ -37,7 +37,7 @@ class ReconcilerTest : public ::testing::Test {
   ~ReconcilerTest() override { std::filesystem::remove(stateFile_); }
 
   std::unique_ptr<Reconciler> make() {
-    auto r = std::make_unique<Reconciler>(io_, fake_, config_, metrics_, health_, &clock_);
+    auto r = std::make_unique<Reconciler>(io_, clock_, fake_, config_, metrics_, health_);
     r->setActive(true);
     return r;
   }
@@ -460,7 +460,7 @@ TEST_F(ReconcilerTest, RecreatedNodeShowsInReadinessWhenever) {
 TEST_F(ReconcilerTest, WithoutCredentialsTheRoleAloneDecidesReadiness) {
   ::unsetenv("OS_CLOUD");
   testing::FakeHttpClient http;
-  Reconciler r(io_, http, config_, metrics_, health_, &clock_);
+  Reconciler r(io_, clock_, http, config_, metrics_, health_);
   r.setActive(true);
   r.setActive(true);
   ASSERT_EQ(health_.readiness().size(), 1u);
@@ -508,7 +508,7 @@ TEST_F(ReconcilerTest, LosingTheRoleDisablesTheProviderUntilItComesBack) {
 
 TEST_F(ReconcilerTest, StartingWithoutTheRoleClosesAnExistingProviderOnly) {
   {
-    auto r = std::make_unique<Reconciler>(io_, fake_, config_, metrics_, health_, &clock_);
+    auto r = std::make_unique<Reconciler>(io_, clock_, fake_, config_, metrics_, health_);
     r->setActive(false);
     okna::testing::planAndUpdate(*r, node_, {});
     ASSERT_TRUE(runUntil([&] { return r->closed(); }));
@@ -518,7 +518,7 @@ TEST_F(ReconcilerTest, StartingWithoutTheRoleClosesAnExistingProviderOnly) {
   }
   fake_.providers[kUid].provider = {kUid, "cmp-1", "", kUid, 3};
   fake_.providers[kUid].traits = {"HW_CPU_X86_AVX"};
-  auto r = std::make_unique<Reconciler>(io_, fake_, config_, metrics_, health_, &clock_);
+  auto r = std::make_unique<Reconciler>(io_, clock_, fake_, config_, metrics_, health_);
   r->setActive(false);
   okna::testing::planAndUpdate(*r, node_, {});
   ASSERT_TRUE(runUntil([&] { return r->closed(); }));
@@ -638,7 +638,7 @@ TEST_F(ReconcilerTest, ClassInUseIsKeptClosedAndTraitsStillGoOut) {
 TEST_F(ReconcilerTest, ZoneAggregateCreatedByAnotherAgentMeanwhileIsJoined) {
   testing::FakeNova nova;
   node_.labels["topology.kubernetes.io/zone"] = "a";
-  auto r = std::make_unique<Reconciler>(io_, fake_, config_, metrics_, health_, &clock_, &nova);
+  auto r = std::make_unique<Reconciler>(io_, clock_, fake_, config_, metrics_, health_, &nova);
   r->setActive(true);
   nova.during["createAggregate"] = [&] { nova.make("az-a", "a").hosts.insert("cmp-2"); };
   okna::testing::planAndUpdate(*r, node_, {});
@@ -664,7 +664,7 @@ TEST_F(ReconcilerTest, ForbiddenAggregatesHoldNothingBack) {
   node_.labels["topology.kubernetes.io/zone"] = "a";
   node_.unschedulable = true;
   std::vector<std::string> events;
-  auto r = std::make_unique<Reconciler>(io_, fake_, config_, metrics_, health_, &clock_, &nova);
+  auto r = std::make_unique<Reconciler>(io_, clock_, fake_, config_, metrics_, health_, &nova);
   r->setEventSink([&](const std::string&, const std::string& reason, const std::string&) {
     events.push_back(reason);
   });
