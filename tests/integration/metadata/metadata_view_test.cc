@@ -135,7 +135,6 @@ class MetadataViewTest : public ::testing::Test {
   }
 
   boost::asio::io_context io_;
-  core::AsioClock clock_{io_};
   LoopRunner loop_{io_};
   core::MetricsRegistry metrics_;
   core::HealthRegistry health_;
