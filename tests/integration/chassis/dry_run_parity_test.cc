@@ -17,6 +17,7 @@
 #include "agent/plan.h"
 #include "chassis/chassis_reconciler.h"
 #include "chassis/ownership.h"
+#include "core/clock.h"
 #include "core/health.h"
 #include "core/metrics.h"
 #include "core/yaml_field.h"
@@ -103,7 +104,8 @@ class DryRunParityTest : public ::testing::Test {
 
   // The live applier (the IDL thread, this host's NIC facts) given the plan the agent makes.
   std::unique_ptr<ChassisReconciler> live(const k8s::NodeInfo& node) {
-    auto r = std::make_unique<ChassisReconciler>(io_, config_.ovs, metrics_, health_, nullptr);
+    auto r =
+        std::make_unique<ChassisReconciler>(io_, clock_, config_.ovs, metrics_, health_, nullptr);
     const agent::Plan plan = agent::computePlan(config_, {node, {}});
     r->update(node, plan.chassis);
     // Applied, and decided on a synced Southbound (the dry run waits for it too).
@@ -122,6 +124,7 @@ class DryRunParityTest : public ::testing::Test {
 
   agent::AgentConfig config_;
   boost::asio::io_context io_;
+  core::AsioClock clock_{io_};
   LoopRunner loop_{io_};
   core::MetricsRegistry metrics_;
   core::HealthRegistry health_;
@@ -290,11 +293,10 @@ TEST_F(DryRunParityTest, MetadataNamespacesAreDecidedAliveAndDry) {
       << dry.dump(2);
 
   // The live applier on the same view and host.
-  core::AsioClock clock(io_);
   RecordingPlumbing plumbing(host);
   NoListeners listeners;
   metadata::Reconciler live(
-      io_, clock, {}, plumbing, [](std::function<void()> job) { job(); }, listeners,
+      io_, clock_, {}, plumbing, [](std::function<void()> job) { job(); }, listeners,
       [](std::shared_ptr<const DesiredMetadataOvs>) {}, metrics_, health_);
   live.setActive(true);
   // As agent/MetadataService hands the participant's view to it.
