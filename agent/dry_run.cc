@@ -10,7 +10,7 @@
 #include "chassis/chassis_participant.h"
 #include "chassis/chassis_reconciler.h"
 #include "chassis/host_nics.h"
-#include "chassis/live_read.h"
+#include "chassis/diff_json.h"
 #include "chassis/ownership_state_file.h"
 #include "core/clock.h"
 #include "core/yaml_field.h"

@@ -44,30 +44,6 @@ void okna_poll_block(void) {
 
 /* ---- Open_vSwitch -------------------------------------------------------------------------- */
 
-okna_ovs_idl* okna_ovs_idl_open_chassis(const char* remote) {
-  if (!remote) {
-    return NULL;
-  }
-  okna_ovs_idl* h = xzalloc(sizeof *h);
-  okna_glue_leave_large_maps_unparsed();
-  h->idl = ovsdb_idl_create(remote, &vsrec_idl_class, false, true);
-  ovsdb_idl_add_column(h->idl, &vsrec_open_vswitch_col_external_ids);
-  ovsdb_idl_add_column(h->idl, &vsrec_open_vswitch_col_bridges);
-  ovsdb_idl_add_column(h->idl, &vsrec_bridge_col_name);
-  ovsdb_idl_add_column(h->idl, &vsrec_bridge_col_datapath_type);
-  ovsdb_idl_add_column(h->idl, &vsrec_bridge_col_ports);
-  ovsdb_idl_add_column(h->idl, &vsrec_port_col_name);
-  ovsdb_idl_add_column(h->idl, &vsrec_port_col_interfaces);
-  ovsdb_idl_add_column(h->idl, &vsrec_interface_col_name);
-  /* Interface.type is not monitored: only written, on the Interfaces the agent inserts (the IDL
-   * writes any column of a row it inserts); each replicated one would cost an atom per row. */
-  ovsdb_idl_add_column(h->idl, &vsrec_interface_col_external_ids);
-  /* Written by ovs-vswitchd: whether it could create the interface. */
-  ovsdb_idl_add_column(h->idl, &vsrec_interface_col_error);
-  ovsdb_idl_add_column(h->idl, &vsrec_interface_col_ofport);
-  return h;
-}
-
 int okna_ovs_idl_has_ever_connected(const okna_ovs_idl* h) {
   return h && ovsdb_idl_has_ever_connected(h->idl);
 }

@@ -29,10 +29,6 @@ void okna_poll_block(void);
 
 /* ---- Open_vSwitch: the chassis view ------------------------------------------------------ */
 
-/* Monitors Open_vSwitch{external_ids,bridges}, Bridge{name,datapath_type,ports}, Port{name,
- * interfaces} and Interface{name,external_ids,error,ofport}: nothing else is sent by the
- * server. */
-okna_ovs_idl* okna_ovs_idl_open_chassis(const char* remote);
 int okna_ovs_idl_has_ever_connected(const okna_ovs_idl*);
 /* 1 once the Open_vSwitch root row exists in the replica. */
 int okna_ovs_idl_has_root(okna_ovs_idl*);

@@ -10,7 +10,9 @@
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
+#include <string>
 
 #include "agent/dry_run.h"
 #include "agent/dry_run_metadata.h"
@@ -307,5 +309,42 @@ TEST_F(DryRunParityTest, MetadataNamespacesAreDecidedAliveAndDry) {
   EXPECT_EQ(plumbing.done, decided);
   live.stop();
 }
+// The dry run's observation (the live agent's participants on a read-only transport) reads what
+// the IDL thread reads, failed and pending interfaces included (the dry run once kept a reader of
+// its own that did not read them).
+TEST(DryRunObservationTest, ObservesKeysBridgesPortsFailedAndPendingInterfaces) {
+  OKNA_SKIP_WITHOUT_OVSDB(OvsdbServer::Kind::OpenVSwitch);
+  OvsdbServer ovs(OvsdbServer::Kind::OpenVSwitch);
+  ovs.vsctl({"add-br", "br-int", "--", "set", "Bridge", "br-int", "datapath_type=netdev"});
+  ovs.vsctl({"set", "Open_vSwitch", ".", "external_ids:system-id=chassis-1"});
+  // What ovs-vswitchd writes when it cannot create a port (no ovs-vswitchd runs here).
+  ovs.vsctl({"add-port", "br-int", "tap-gone", "--", "set", "Interface", "tap-gone",
+             R"x(error="could not open network device tap-gone (No such device)")x"});
+  ovs.vsctl({"add-port", "br-int", "tap-noofport", "--", "set", "Interface", "tap-noofport",
+             "ofport=-1"});
+  // Numbered (created in the datapath), and written but not yet numbered.
+  ovs.vsctl(
+      {"add-port", "br-int", "tap-created", "--", "set", "Interface", "tap-created", "ofport=7"});
+  ovs.vsctl({"add-port", "br-int", "tap-pending"});
+
+  OvsConfig config;
+  config.remote = ovs.remote();
+  auto seen = agent::observeOnce(config, false, 10s);
+  ASSERT_TRUE(seen.ok()) << seen.error().message;
+  ASSERT_TRUE(seen->chassis);
+  const ObservedOvs& observed = *seen->chassis->ovs;
+  EXPECT_TRUE(observed.hasRoot);
+  EXPECT_EQ(observed.externalIds.at("system-id"), "chassis-1");
+  const ObservedBridge& br = observed.bridges.at("br-int");
+  EXPECT_EQ(br.datapathType, "netdev");
+  EXPECT_EQ(br.failedPorts.size(), 2u);
+  EXPECT_EQ(br.failedPorts.at("tap-gone"),
+            "could not open network device tap-gone (No such device)");
+  EXPECT_EQ(br.failedPorts.at("tap-noofport"), "ofport -1 (ovs-vswitchd could not add it)");
+  EXPECT_EQ(br.failedPorts.count("br-int"), 0u) << "the bridge's own port has no error";
+  // No ovs-vswitchd numbers the bridge's own port here either.
+  EXPECT_EQ(br.pendingPorts, (std::set<std::string>{"br-int", "tap-pending"}));
+}
+
 }  // namespace
 }  // namespace okna::ovsdb::parity_test
