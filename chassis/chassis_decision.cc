@@ -6,10 +6,7 @@
 
 namespace okna::ovsdb {
 
-namespace {
-
-// ISO 8601 UTC of unix seconds: a deadline, not a duration, so that the text is the same
-// whenever it is computed.
+// A deadline, not a duration, so that the text is the same whenever it is computed.
 std::string isoTime(std::int64_t unix) {
   const std::time_t t = static_cast<std::time_t>(unix);
   std::tm tm{};
@@ -18,8 +15,6 @@ std::string isoTime(std::int64_t unix) {
   std::strftime(out, sizeof out, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return out;
 }
-
-}  // namespace
 
 std::string externalNicOf(const k8s::NodeInfo& node) {
   const auto it = node.labels.find(kExternalNicKey);

@@ -92,6 +92,9 @@ ChassisDecision decideChassis(const DesiredChassis& planned, const k8s::NodeInfo
  *  decision. */
 nlohmann::json decisionToJson(const ChassisDecision& decision);
 
+/** ISO 8601 UTC of unix seconds ("2026-12-03T10:00:00Z"), for --dry-run and /debug/plan. */
+std::string isoTime(std::int64_t unix);
+
 /** "None", "NotNeeded", "Waiting", "Started", "Drained", "TimedOut", "Cancelled". */
 const char* drainStepName(GatewayDrainStep::What what);
 

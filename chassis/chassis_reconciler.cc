@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <chrono>
-#include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "chassis/ownership.h"
@@ -61,16 +60,6 @@ ChassisObserved observedChassisOf(const Snapshot& s) {
 }
 
 namespace {
-
-// ISO 8601 UTC of unix seconds, for /debug/plan.
-std::string isoTime(std::int64_t unix) {
-  const std::time_t t = static_cast<std::time_t>(unix);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char out[32];
-  std::strftime(out, sizeof out, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return out;
-}
 
 bool isSsl(const std::string& remote) {
   return remote.rfind("ssl:", 0) == 0 || remote.find(",ssl:") != std::string::npos;
@@ -387,14 +376,13 @@ void ChassisReconciler::armDrainTimer(std::int64_t now) {
   const std::int64_t left =
       std::max<std::int64_t>(0, drain_.since + config_.drainTimeout.count() - now);
   // The step compares whole seconds: 100 ms past the deadline it has surely passed.
-  drainTimer_->waitUntil(
-      clock_.now() + std::chrono::seconds(left) + std::chrono::milliseconds(100),
-      [this, alive = alive_] {
-        if (!*alive || drain_.since == 0) return;
-        decide();
-        if (drain_.since != 0) armDrainTimer(core::unixSeconds(clock_));
-        submit();
-      });
+  drainTimer_->waitUntil(clock_.now() + std::chrono::seconds(left) + std::chrono::milliseconds(100),
+                         [this, alive = alive_] {
+                           if (!*alive || drain_.since == 0) return;
+                           decide();
+                           if (drain_.since != 0) armDrainTimer(core::unixSeconds(clock_));
+                           submit();
+                         });
 }
 
 std::optional<core::HealthRegistry::Check> ChassisReconciler::health() const {

@@ -24,19 +24,10 @@ using okna::testing::externalIds;
 using okna::testing::LoopRunner;
 using okna::testing::OvsdbServer;
 using okna::testing::ports;
+using okna::testing::quoted;
 using Strings = std::vector<std::string>;
 
 const std::string kForeignCms = R"(enable-chassis-as-extport-host,card-serial-number=AB"C d)";
-
-// An OVSDB string literal for ovs-vsctl arguments.
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
 
 class ChassisReconcilerTest : public ::testing::Test {
  protected:

@@ -36,16 +36,7 @@ using okna::testing::externalId;
 using okna::testing::LoopRunner;
 using okna::testing::OvsdbServer;
 using okna::testing::ports;
-
-// An OVSDB string literal for ovs-vsctl arguments.
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
+using okna::testing::quoted;
 
 // The decision without the drain's transition: the live applier's last evaluation follows its
 // first (Started, then None while it holds), a new process's first is the dry run's.

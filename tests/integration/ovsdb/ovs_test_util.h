@@ -22,6 +22,16 @@
 
 namespace okna::testing {
 
+// An OVSDB string literal for ovs-vsctl arguments.
+inline std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
 /** A real ovs-vswitchd on `ovs`'s database with the dummy datapath (nothing reaches the kernel),
  *  its pid file and unixctl socket (ovs-vswitchd.pid, ovs-vswitchd.ctl) in the server's
  *  directory; null when ovs-vswitchd is not installed. SIGKILLed when destroyed. */
