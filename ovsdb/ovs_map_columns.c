@@ -128,7 +128,9 @@ static void intern_map(const struct ovsdb_datum* datum_, const struct ovsdb_type
     return;
   }
   /* The row's own datum (ovsdb_idl_row_parse, ovsdb_idl_txn_write): its atoms are changed for
-   * equal ones, so it is given arrays of its own first if it shares them with a copy. */
+   * equal ones, so it is given arrays of its own first if it shares them with a copy. Never an
+   * index search row's (ovsdb_idl_index_write frees only its arrays, not the atoms): the agent's
+   * IDLs have no index. */
   struct ovsdb_datum* datum = CONST_CAST(struct ovsdb_datum*, datum_);
   ovsdb_datum_unshare(datum, type);
   for (size_t i = 0; i < datum->n; i++) {
