@@ -20,12 +20,13 @@
 
 /* ---- Open_vSwitch -------------------------------------------------------------------------- */
 
-void okna_ovs_idl_foreach_iface_external_id(okna_ovs_idl* h, const char* bridge,
-                                            okna_ovs_iface_kv_cb cb, void* ctx) {
+void okna_ovs_idl_foreach_iface_ids(okna_ovs_idl* h, const char* bridge, const char* mark_key,
+                                    okna_ovs_iface_ids_cb cb, void* ctx) {
   const struct vsrec_open_vswitch* ovs = h ? vsrec_open_vswitch_first(h->idl) : NULL;
-  if (!ovs || !cb || !bridge) {
+  if (!ovs || !cb || !bridge || !mark_key) {
     return;
   }
+  const struct ovsdb_idl_column* ids = &vsrec_interface_col_external_ids;
   for (size_t i = 0; i < ovs->n_bridges; i++) {
     const struct vsrec_bridge* br = ovs->bridges[i];
     if (strcmp(br->name, bridge)) {
@@ -34,11 +35,10 @@ void okna_ovs_idl_foreach_iface_external_id(okna_ovs_idl* h, const char* bridge,
     for (size_t j = 0; j < br->n_ports; j++) {
       const struct vsrec_port* port = br->ports[j];
       for (size_t k = 0; k < port->n_interfaces; k++) {
-        const struct ovsdb_datum* ids =
-            okna_glue_map_datum(&port->interfaces[k]->header_, &vsrec_interface_col_external_ids);
-        for (size_t e = 0; e < ids->n; e++) {
-          cb(ctx, port->name, json_string(ids->keys[e].s), json_string(ids->values[e].s));
-        }
+        const struct ovsdb_idl_row* row = &port->interfaces[k]->header_;
+        cb(ctx, port->name, okna_glue_map_get(row, ids, "iface-id", ""),
+           okna_glue_map_get(row, ids, "attached-mac", ""),
+           okna_glue_map_get(row, ids, mark_key, ""));
       }
     }
   }

@@ -29,11 +29,14 @@ extern "C" {
 
 /* ---- Open_vSwitch: the metadata ports on the integration bridge --------------------------- */
 
-/* Calls cb for every external_ids entry of every Interface of every Port of 'bridge'. */
-typedef void (*okna_ovs_iface_kv_cb)(void* ctx, const char* port, const char* key,
-                                     const char* value);
-void okna_ovs_idl_foreach_iface_external_id(okna_ovs_idl*, const char* bridge,
-                                            okna_ovs_iface_kv_cb cb, void* ctx);
+/* Calls cb for every Interface of every Port of 'bridge' with the external_ids the metadata
+ * service reads ("" when absent): iface-id, attached-mac and the agent's mark ('mark_key', e.g.
+ * openkeel-node-agent). Looked up in the row's map (no copy of the others: on a hypervisor
+ * every VM interface has half a dozen keys of ovn-controller and Nova). */
+typedef void (*okna_ovs_iface_ids_cb)(void* ctx, const char* port, const char* iface_id,
+                                      const char* attached_mac, const char* mark);
+void okna_ovs_idl_foreach_iface_ids(okna_ovs_idl*, const char* bridge, const char* mark_key,
+                                    okna_ovs_iface_ids_cb cb, void* ctx);
 
 /* ---- OVN_Southbound: the chassis view ------------------------------------------------------ */
 
