@@ -1,8 +1,65 @@
 #include "agent/roles.h"
 
+#include <algorithm>
 #include <cctype>
+#include <string_view>
 
 namespace okna::agent {
+
+namespace {
+
+// The prefixes of the roles' default keys: a label under one of them is meant for the agent.
+constexpr std::string_view kPrefixes[] = {"node-role.openkeel.io/",
+                                          "node-restriction.kubernetes.io/openkeel-"};
+
+std::size_t editDistance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// A label under the roles' prefixes that is no role's key grants nothing: most likely a typo,
+// which would otherwise leave the node without the role and no word said.
+void warnOfMistypedRoleLabels(const k8s::NodeInfo& node, std::vector<std::string>& warnings) {
+  for (const auto& [key, value] : node.labels) {
+    (void)value;
+    for (const std::string_view prefix : kPrefixes) {
+      if (key.size() <= prefix.size() || key.compare(0, prefix.size(), prefix) != 0) continue;
+      const std::string_view written = std::string_view(key).substr(prefix.size());
+      std::string closest;
+      std::size_t best = 3;  // at most two edits away: a typo, not another word
+      std::string names;
+      bool known = false;
+      for (const std::string& role : roleNames()) {
+        const std::string name = kebabCase(role);
+        names += (names.empty() ? "" : ", ") + name;
+        if (name == written) known = true;
+        const std::size_t d = editDistance(written, name);
+        if (d < best) {
+          best = d;
+          closest = name;
+        }
+      }
+      if (known) continue;
+      std::string warning = "label " + key + " names no OpenKeel role and grants nothing; ";
+      warning += closest.empty()
+                     ? "the roles' labels here are " + std::string(prefix) + "<role> for " + names
+                     : "did you mean " + std::string(prefix) + closest + "?";
+      warnings.push_back(std::move(warning));
+    }
+  }
+}
+
+}  // namespace
 
 const std::vector<std::string>& roleNames() {
   static const std::vector<std::string> names{"controlPlane", "compute",    "network",
@@ -66,6 +123,7 @@ RolesPlan planRoles(const RolesConfig& config, const k8s::NodeInfo& node) {
                               " --overwrite " + key + "=");
     }
   }
+  warnOfMistypedRoleLabels(node, plan.warnings);
   return plan;
 }
 

@@ -54,6 +54,39 @@ TEST(RolesTest, NonEmptyValueGrantsNothingAndSaysWhy) {
   EXPECT_TRUE(hasWarning(p, "kubectl label node n1 --overwrite node-role.openkeel.io/compute="));
 }
 
+// A typo in a role label grants nothing, silently before: the operator who meant the network
+// role is told which label it is and what it probably meant.
+TEST(RolesTest, AMistypedRoleLabelGrantsNothingAndSaysWhatItMeant) {
+  auto p = planRoles(
+      {}, node({{"node-role.openkeel.io/netwrok", ""}, {"node-role.openkeel.io/compute", ""}}));
+  EXPECT_EQ(p.roles, std::set<std::string>{"compute"});
+  ASSERT_EQ(p.warnings.size(), 1u);
+  EXPECT_TRUE(hasWarning(p, "label node-role.openkeel.io/netwrok names no OpenKeel role"));
+  EXPECT_TRUE(hasWarning(p, "did you mean node-role.openkeel.io/network?"));
+
+  RolesConfig hardened;
+  hardened.profile = RoleProfile::Hardened;
+  p = planRoles(hardened, node({{"node-restriction.kubernetes.io/openkeel-controlplane", ""}}));
+  EXPECT_TRUE(p.roles.empty());
+  EXPECT_TRUE(hasWarning(p, "did you mean node-restriction.kubernetes.io/openkeel-control-plane?"));
+
+  // Nothing close: the roles are listed instead.
+  p = planRoles({}, node({{"node-role.openkeel.io/gpu", ""}}));
+  EXPECT_TRUE(hasWarning(p,
+                         "the roles' labels here are node-role.openkeel.io/<role> for "
+                         "control-plane, compute, network, storage, containers, provisioning"));
+
+  // Every role's own key, in either profile, is no typo; other prefixes are not the agent's.
+  for (const auto& role : roleNames()) {
+    EXPECT_TRUE(
+        planRoles({}, node({{defaultRoleLabel(RoleProfile::Hardened, role), ""}})).warnings.empty())
+        << role;
+  }
+  EXPECT_TRUE(planRoles({}, node({{"node-role.kubernetes.io/worker", ""},
+                                  {"node-restriction.kubernetes.io/zone", "a"}}))
+                  .warnings.empty());
+}
+
 TEST(RolesTest, HardenedProfileIgnoresKubeletSettableKeysWithWarning) {
   RolesConfig c;
   c.profile = RoleProfile::Hardened;
