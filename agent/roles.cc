@@ -2,15 +2,23 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 #include <string_view>
 
 namespace okna::agent {
 
 namespace {
 
-// The prefixes of the roles' default keys: a label under one of them is meant for the agent.
-constexpr std::string_view kPrefixes[] = {"node-role.openkeel.io/",
-                                          "node-restriction.kubernetes.io/openkeel-"};
+// The prefixes of the roles' default keys. node-role.openkeel.io/ holds roles only: a label there
+// that is no role's key is a mistake. node-restriction.kubernetes.io/openkeel- also holds other
+// keys (openkeel-trait-<TRAIT>, Placement's; other components' to come): a label there is taken
+// for a mistyped role only when it is a typo's distance from one.
+struct RolePrefix {
+  std::string_view prefix;
+  bool rolesOnly;
+};
+constexpr RolePrefix kPrefixes[] = {{"node-role.openkeel.io/", true},
+                                    {"node-restriction.kubernetes.io/openkeel-", false}};
 
 std::size_t editDistance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> row(b.size() + 1);
@@ -29,10 +37,13 @@ std::size_t editDistance(std::string_view a, std::string_view b) {
 
 // A label under the roles' prefixes that is no role's key grants nothing: most likely a typo,
 // which would otherwise leave the node without the role and no word said.
-void warnOfMistypedRoleLabels(const k8s::NodeInfo& node, std::vector<std::string>& warnings) {
+// `roleKeys`: the keys the roles are read from (a configured key may be under a prefix too).
+void warnOfMistypedRoleLabels(const k8s::NodeInfo& node, const std::set<std::string>& roleKeys,
+                              std::vector<std::string>& warnings) {
   for (const auto& [key, value] : node.labels) {
     (void)value;
-    for (const std::string_view prefix : kPrefixes) {
+    if (roleKeys.count(key) != 0) continue;
+    for (const auto& [prefix, rolesOnly] : kPrefixes) {
       if (key.size() <= prefix.size() || key.compare(0, prefix.size(), prefix) != 0) continue;
       const std::string_view written = std::string_view(key).substr(prefix.size());
       std::string closest;
@@ -49,7 +60,7 @@ void warnOfMistypedRoleLabels(const k8s::NodeInfo& node, std::vector<std::string
           closest = name;
         }
       }
-      if (known) continue;
+      if (known || (!rolesOnly && closest.empty())) continue;
       std::string warning = "label " + key + " names no OpenKeel role and grants nothing; ";
       warning += closest.empty()
                      ? "the roles' labels here are " + std::string(prefix) + "<role> for " + names
@@ -88,12 +99,14 @@ std::string defaultRoleLabel(RoleProfile profile, const std::string& roleName) {
 
 RolesPlan planRoles(const RolesConfig& config, const k8s::NodeInfo& node) {
   RolesPlan plan;
+  std::set<std::string> roleKeys;
   for (const std::string& role : roleNames()) {
     auto ruleIt = config.roles.find(role);
     const RoleRule* rule = ruleIt == config.roles.end() ? nullptr : &ruleIt->second;
     const bool byTerms = rule != nullptr && !rule->nodeSelectorTerms.empty();
     const std::string key =
         rule != nullptr && rule->label ? *rule->label : defaultRoleLabel(config.profile, role);
+    if (!byTerms) roleKeys.insert(key);
 
     // Under the hardened profile a kubelet could have set the default key on its own node: say
     // that it grants nothing, so that an operator is not misled.
@@ -123,7 +136,7 @@ RolesPlan planRoles(const RolesConfig& config, const k8s::NodeInfo& node) {
                               " --overwrite " + key + "=");
     }
   }
-  warnOfMistypedRoleLabels(node, plan.warnings);
+  warnOfMistypedRoleLabels(node, roleKeys, plan.warnings);
   return plan;
 }
 

@@ -85,6 +85,17 @@ TEST(RolesTest, AMistypedRoleLabelGrantsNothingAndSaysWhatItMeant) {
   EXPECT_TRUE(planRoles({}, node({{"node-role.kubernetes.io/worker", ""},
                                   {"node-restriction.kubernetes.io/zone", "a"}}))
                   .warnings.empty());
+  // A key the configuration names is a role's key wherever it is.
+  RolesConfig custom;
+  custom.roles["compute"].label = "node-role.openkeel.io/hypervisor";
+  p = planRoles(custom, node({{"node-role.openkeel.io/hypervisor", ""}}));
+  EXPECT_EQ(p.roles, std::set<std::string>{"compute"});
+  EXPECT_TRUE(p.warnings.empty());
+  // The protected prefix is shared (Placement's hardened traits): only a near miss is a typo.
+  EXPECT_TRUE(planRoles(hardened,
+                        node({{"node-restriction.kubernetes.io/openkeel-trait-CUSTOM_GPU_LAB", ""},
+                              {"node-restriction.kubernetes.io/openkeel-compute", ""}}))
+                  .warnings.empty());
 }
 
 TEST(RolesTest, HardenedProfileIgnoresKubeletSettableKeysWithWarning) {
