@@ -18,7 +18,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <deque>
+#include <list>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -89,13 +89,16 @@ struct Waiting {
   std::weak_ptr<Connection> connection;
   std::uint64_t ticket = 0;
 };
+// A list, not a deque: libstdc++'s deque allocates ~600 bytes as it is constructed, and every
+// network and every VM client has a queue that is nearly always empty (0.6 MB at 1,000 networks).
+using WaitQueue = std::list<Waiting>;
 
 // One client address of a network (a VM): its share of the network's limits.
 struct Client {
   std::size_t connections = 0;
   std::size_t inFlight = 0;
   // Its requests waiting for one of its own in-flight slots, in order.
-  std::deque<Waiting> waiting;
+  WaitQueue waiting;
 };
 
 struct Network {
@@ -106,7 +109,7 @@ struct Network {
   std::size_t inFlight = 0;
   // Connections whose request waits for a free Nova slot (maxInFlightPerNamespace), in order.
   // Each already holds its client's slot.
-  std::deque<Waiting> waiting;
+  WaitQueue waiting;
   std::array<core::LogThrottle, static_cast<std::size_t>(VmLog::Count)> logs;
   bool removed = false;
 
@@ -230,7 +233,7 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
   // each (at most until its deadline); then it goes to Nova.
   void admit(Network& net, const std::shared_ptr<Connection>& c);
   // The next request of `queue` still waiting for that slot (null: none).
-  static std::shared_ptr<Connection> nextWaiting(std::deque<Waiting>& queue);
+  static std::shared_ptr<Connection> nextWaiting(WaitQueue& queue);
   void releaseSlot(Network& net);
   void releaseClientSlot(Network& net, const std::string& clientIp);
 
@@ -717,7 +720,7 @@ void MetadataServer::Impl::admit(Network& net, const std::shared_ptr<Connection>
   c->sendToNova();
 }
 
-std::shared_ptr<Connection> MetadataServer::Impl::nextWaiting(std::deque<Waiting>& queue) {
+std::shared_ptr<Connection> MetadataServer::Impl::nextWaiting(WaitQueue& queue) {
   while (!queue.empty()) {
     Waiting next = std::move(queue.front());
     queue.pop_front();
