@@ -4,8 +4,8 @@
 # agent's config from run.sh's OKOF_* variables, and execs the agent in the foreground.
 #   sudo AGENT_CMD="bash bench/metadata/agent_slot.sh" bench/metadata/run.sh
 # OKNA_AGENT_BIN: the binary (default build/agent/openkeel-node-agent). OKNA_METADATA_LIMITS: a
-# metadata.limits flow mapping (e.g. "{maxConnectionsPerClient: 16}"; default: the agent's). Placement is off: this
-# measures the metadata path only.
+# metadata.limits flow mapping (e.g. "{maxConnectionsPerClient: 16, maxInFlightPerClient: 16}";
+# default: the agent's). Placement is off: this measures the metadata path only.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 agent=${OKNA_AGENT_BIN:-$root/build/agent/openkeel-node-agent}

@@ -74,6 +74,10 @@ int main(int argc, char** argv) {
   if (argc > 3) config.sharedSecretFile = argv[3];
   config.limits.maxConnectionsPerNamespace = 1024;
   config.limits.maxInFlightPerNamespace = 1024;
+  // wrk's connections all come from 127.0.0.1, one client: without these the per-VM caps (8
+  // connections, 4 in flight) would be what c=16 measures, not the proxy.
+  config.limits.maxConnectionsPerClient = 1024;
+  config.limits.maxInFlightPerClient = 1024;
   EveryoneIsOneVm lookup;
   okna::core::AsioClock clock(io);
   okna::metadata::MetadataServer server(io, clock, *http, config, lookup, metrics);
