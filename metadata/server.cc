@@ -151,6 +151,8 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
         suppressedLines(registry.counter(
             "okna_metadata_log_lines_suppressed_total",
             "Log lines a VM triggered beyond the per-network rate limit, not written")),
+        queuedClient(queuedCounter(registry, "client")),
+        queuedNamespace(queuedCounter(registry, "namespace")),
         acceptFailures(registry.counter("okna_metadata_accept_failures_total",
                                         "accept() failures (EMFILE, ENFILE, ...), each retried "
                                         "after a growing delay")),
@@ -181,6 +183,17 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
                             "Client connections closed at once, by the limit they hit "
                             "(namespace, client: one VM address, total: all namespaces)",
                             {{"reason", reason}});
+  }
+
+  // Requests that waited for a Nova slot, by the limit that held them: a VM over its in-flight
+  // cap (one client holding the network's slots, or a benchmark from one address), or the
+  // network over its own.
+  static core::Counter& queuedCounter(core::MetricsRegistry& registry, const char* limit) {
+    return registry.counter("okna_metadata_requests_queued_total",
+                            "Requests that waited for a Nova slot, by the limit that held them "
+                            "(client: the VM's maxInFlightPerClient, namespace: the network's "
+                            "maxInFlightPerNamespace)",
+                            {{"limit", limit}});
   }
 
   // A line a VM can trigger: at most 10 at once, then one per 2 s per kind and network; the
@@ -252,6 +265,8 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
   core::Counter& refusedClient;
   core::Counter& refusedTotal;
   core::Counter& suppressedLines;
+  core::Counter& queuedClient;
+  core::Counter& queuedNamespace;
   core::Counter& acceptFailures;
   const std::size_t maxTotalConnections;
   std::size_t totalConnections = 0;
@@ -707,6 +722,7 @@ void MetadataServer::Impl::admit(Network& net, const std::shared_ptr<Connection>
   Client& client = net.clients[c->clientIp()];
   if (client.inFlight >= static_cast<std::size_t>(config.limits.maxInFlightPerClient)) {
     client.waiting.push_back({c, c->enqueue()});
+    queuedClient.inc();
     ensureSweep();
     return;
   }
@@ -714,6 +730,7 @@ void MetadataServer::Impl::admit(Network& net, const std::shared_ptr<Connection>
   c->holdClientSlot();
   if (net.inFlight >= static_cast<std::size_t>(config.limits.maxInFlightPerNamespace)) {
     net.waiting.push_back({c, c->enqueue()});
+    queuedNamespace.inc();
     ensureSweep();
     return;
   }

@@ -190,6 +190,21 @@ teardown_agent() {
 # agent_peaks: "THREADS PEAK_RSS_KB" of the agent, from /proc/PID/status (Threads, VmHWM) with
 # shell builtins only. No sampling loop while wrk runs: forking ls/wc/awk every 0.5 s cost ~50 ms
 # of CPU each time on this 2-CPU machine and gave the agent's case alone a p99 of 3-4 ms.
+# The agent's waits for a Nova slot and refused connections so far ("client namespace refused"),
+# from /metrics on its admin listener (the last port its log names): a run whose requests waited
+# at a per-VM or per-network cap measured that cap, not the proxy (bench/metadata/RESULTS.md,
+# 2026-12-04). Empty when the agent has no such metric (older binaries) or no admin listener.
+agent_limits() {
+  local port text
+  port=$(grep -oE 'serving /metrics.* on 127\.0\.0\.1:[0-9]+' "$T/agent.log" 2>/dev/null | tail -n1 | grep -oE '[0-9]+$')
+  [[ -n "$port" ]] || return 0
+  text=$(nsenter --net="/run/netns/$hv_ns" curl -s --max-time 2 "http://127.0.0.1:$port/metrics" 2>/dev/null)
+  grep -q '^okna_metadata_requests_queued_total' <<<"$text" || return 0
+  awk '/^okna_metadata_requests_queued_total\{limit="client"\}/ { c = $2 }
+       /^okna_metadata_requests_queued_total\{limit="namespace"\}/ { n = $2 }
+       /^okna_metadata_connections_refused_total/ { r += $2 }
+       END { printf "%d %d %d\n", c, n, r }' <<<"$text"
+}
 agent_peaks() {
   local key value _ threads=0 hwm=0
   while read -r key value _; do
@@ -263,6 +278,8 @@ measure() {
     read -r ctxt0 idle0 total0 < <(machine_counters)
     sleeps0=$(process_sleeps "$pid")
     switch0=$(process_sleeps "$(cat "$CH/ovs-vswitchd.pid" 2>/dev/null)")
+    limits0=""
+    [[ "$case" == agent && -n "$hv_ns" ]] && limits0=$(agent_limits)
     ip netns exec "$vm_ns" wrk -t1 -c"$c" -d"${duration}s" --latency "$url" >"$raw" 2>&1
     read -r ctxt1 idle1 total1 < <(machine_counters)
     sleeps1=$(process_sleeps "$pid")
@@ -294,6 +311,15 @@ measure() {
       # Its threads after the run and its peak RSS since it started (VmHWM).
       peaks=$(agent_peaks)
       note="${note:+$note, }agent threads ${peaks% *}, peak RSS ${peaks#* } kB"
+      if [[ -n "$limits0" ]]; then
+        read -r qc0 qn0 rf0 <<<"$limits0"
+        read -r qc1 qn1 rf1 <<<"$(agent_limits)"
+        if ((${qc1:-0} > qc0 || ${qn1:-0} > qn0 || ${rf1:-0} > rf0)); then
+          note+=", CAPPED: $((qc1 - qc0)) requests waited at the VM's in-flight cap, $((qn1 - qn0))"
+          note+=" at the network's, $((rf1 - rf0)) connections refused (metadata.limits)"
+          log "WARNING: $case c=$c round $round measured the agent's limits, not the proxy: $note"
+        fi
+      fi
     fi
     rps=$(awk '/^Requests\/sec/ {print $2}' "$raw")
     p50=$(to_ms "$(awk '$1 == "50%" {print $2}' "$raw")")
