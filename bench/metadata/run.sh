@@ -187,24 +187,26 @@ teardown_agent() {
   ovs-vsctl --db="unix:$CH/db.sock" --if-exists del-port br-int "$t0"
 }
 
-# agent_peaks: "THREADS PEAK_RSS_KB" of the agent, from /proc/PID/status (Threads, VmHWM) with
-# shell builtins only. No sampling loop while wrk runs: forking ls/wc/awk every 0.5 s cost ~50 ms
-# of CPU each time on this 2-CPU machine and gave the agent's case alone a p99 of 3-4 ms.
 # The agent's waits for a Nova slot and refused connections so far ("client namespace refused"),
 # from /metrics on its admin listener (the last port its log names): a run whose requests waited
 # at a per-VM or per-network cap measured that cap, not the proxy (bench/metadata/RESULTS.md,
 # 2026-12-04). Empty when the agent has no such metric (older binaries) or no admin listener.
 agent_limits() {
   local port text
-  port=$(grep -oE 'serving /metrics.* on 127\.0\.0\.1:[0-9]+' "$T/agent.log" 2>/dev/null | tail -n1 | grep -oE '[0-9]+$')
+  port=$(grep -oE 'serving /metrics.* on 127\.0\.0\.1:[0-9]+' "$T/agent.log" 2>/dev/null |
+    tail -n1 | grep -oE '[0-9]+$')
   [[ -n "$port" ]] || return 0
-  text=$(nsenter --net="/run/netns/$hv_ns" curl -s --max-time 2 "http://127.0.0.1:$port/metrics" 2>/dev/null)
+  text=$(nsenter --net="/run/netns/$hv_ns" curl -s --max-time 2 \
+    "http://127.0.0.1:$port/metrics" 2>/dev/null)
   grep -q '^okna_metadata_requests_queued_total' <<<"$text" || return 0
   awk '/^okna_metadata_requests_queued_total\{limit="client"\}/ { c = $2 }
        /^okna_metadata_requests_queued_total\{limit="namespace"\}/ { n = $2 }
        /^okna_metadata_connections_refused_total/ { r += $2 }
        END { printf "%d %d %d\n", c, n, r }' <<<"$text"
 }
+# agent_peaks: "THREADS PEAK_RSS_KB" of the agent, from /proc/PID/status (Threads, VmHWM) with
+# shell builtins only. No sampling loop while wrk runs: forking ls/wc/awk every 0.5 s cost ~50 ms
+# of CPU each time on this 2-CPU machine and gave the agent's case alone a p99 of 3-4 ms.
 agent_peaks() {
   local key value _ threads=0 hwm=0
   while read -r key value _; do
