@@ -108,6 +108,15 @@ class TestLint(ChartCase):
             self.assertIn("schema", p.stderr, bad)
 
 
+    def test_schema_checks_the_liveness_grace(self):
+        # Kubernetes wants a positive number, and refuses it on a readiness probe.
+        for bad in ("livenessProbe.terminationGracePeriodSeconds=0", "livenessProbe.terminationGracePeriodSeconds=ten",
+                    "readinessProbe.terminationGracePeriodSeconds=10"):
+            p = render_text(sets=[bad], check=False)
+            self.assertNotEqual(p.returncode, 0, bad)
+            self.assertIn("terminationGracePeriodSeconds", p.stderr, bad)
+            self.assertIn("schema", p.stderr, bad)
+
     # Issue 24, point 6: each of these passed the schema and rendered something wrong (a term that
     # matches nothing, a privileged pod on every node, a DaemonSet the API refuses), or a valid
     # value was refused.
@@ -245,6 +254,15 @@ class TestDefaultProfile(ChartCase):
     def test_grace_period_covers_the_gateway_drain(self):
         drain = agent_config(self.objs)["ovs"]["drainTimeoutSeconds"]
         self.assertGreater(self.spec["terminationGracePeriodSeconds"], drain)
+
+    def test_a_liveness_kill_has_a_grace_of_its_own(self):
+        # Issue 35, A: the pod's 150 s are for planned exits (the gateway drain); a wedged agent is
+        # killed after 60 s of failed probes + 10 s, not + 150 s (ProbeTerminationGracePeriod).
+        self.assertEqual(self.container["livenessProbe"]["terminationGracePeriodSeconds"], 10)
+        self.assertEqual(self.spec["terminationGracePeriodSeconds"], 150)
+        self.assertNotIn("terminationGracePeriodSeconds", self.container["readinessProbe"])
+        c = pod_spec(render(sets=["livenessProbe.terminationGracePeriodSeconds=30"]))["containers"][0]
+        self.assertEqual(c["livenessProbe"]["terminationGracePeriodSeconds"], 30)
 
     def test_rolling_update_from_values(self):
         self.assertEqual(self.objs["DaemonSet"]["spec"]["updateStrategy"],
