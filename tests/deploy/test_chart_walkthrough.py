@@ -7,8 +7,8 @@ DaemonSet's placement selects, the others deleted), which is what the chart's up
     python3 -m unittest discover -s tests/deploy -p 'test_chart_walkthrough.py' -v
 
 The only change made to the commands: `helm install`/`upgrade` get --disable-openapi-validation and
-`kubectl apply` --validate=false, as the fake serves no /openapi documents (every object is
-validated offline by test_chart.py).
+`kubectl apply`/`replace` --validate=false, as the fake serves no /openapi documents (every object
+is validated offline by test_chart.py).
 """
 import json
 import os
@@ -72,7 +72,7 @@ class Cluster:
         bin_dir = os.path.join(self.tmp, "bin")
         os.mkdir(bin_dir)
         for tool, verbs, flag in (("helm", "install|upgrade", "--disable-openapi-validation"),
-                                  ("kubectl", "apply", "--validate=false")):
+                                  ("kubectl", "apply|replace", "--validate=false")):
             real = HELM if tool == "helm" else KUBECTL
             wrapper = os.path.join(bin_dir, tool)
             with open(wrapper, "w") as f:
@@ -167,9 +167,13 @@ class WalkthroughCase(unittest.TestCase):
         # "Nova's shared secret": a copy from Nova's namespace, kept in sync by running it again.
         c.sh("kubectl create namespace openstack && kubectl -n openstack create secret generic "
              "nova-metadata-shared-secret --from-literal=shared-secret=rotated-by-nova")
-        c.sh(self.sh_blocks[2])
+        p = c.sh(self.sh_blocks[2])
         secret = c.get("-n", NS, "secret", "nova-metadata-shared-secret")
         self.assertEqual(secret["data"]["shared-secret"], "cm90YXRlZC1ieS1ub3Zh")
+        # Issue 35, C1: no warning on the Secret step 2 made (`kubectl apply` printed one about
+        # the missing last-applied-configuration annotation).
+        self.assertEqual(p.stderr, "")
+        self.assertIn("secret/nova-metadata-shared-secret replaced", p.stdout)
 
     def test_label_first_then_switch_and_the_guard_when_not(self):
         default = {"node-role.openkeel.io/compute": ""}
