@@ -23,7 +23,7 @@ import unittest
 
 import yaml
 
-from chart_tools import CHART, HELM, KUBECTL, ROOT, tools_missing
+from chart_tools import CHART, HELM, KUBECTL, ROOT, render, tools_missing
 from test_chart import matches
 
 FAKE = os.path.join(ROOT, "tests", "fake_apiserver", "fake_apiserver.py")
@@ -145,6 +145,25 @@ class WalkthroughCase(unittest.TestCase):
         self.assertEqual(len(self.yaml_blocks), 1, "production.yaml")
         self.assertIn("helm install", self.sh_blocks[0])
         self.assertIn("helm upgrade", self.sh_blocks[1])
+
+    def test_the_pod_security_refusal_it_quotes_is_the_rendered_pods(self):
+        # Issue 35, C2: what Kubernetes' PodSecurity admission (baseline) prints for the compute
+        # pod: its checks sorted by ID (hostNamespaces, hostPathVolumes, hostPorts, privileged:
+        # k8s.io/pod-security-admission/policy/registry.go), each with its detail; under
+        # hostNetwork the API server defaults every hostPort to its containerPort.
+        spec = render()["DaemonSet"]["spec"]["template"]["spec"]
+        (container,) = spec["containers"]
+        quote = lambda names: ", ".join('"%s"' % n for n in names)
+        volumes = [v["name"] for v in spec["volumes"] if "hostPath" in v]
+        ports = sorted(str(p.get("hostPort", p["containerPort"])) for p in container["ports"])
+        self.assertTrue(spec["hostNetwork"] and container["securityContext"]["privileged"])
+        want = ('violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true), '
+                'hostPath volumes (volume%s %s), hostPort (container "agent" uses hostPort%s %s), '
+                'privileged (container "agent" must not set securityContext.privileged=true).'
+                % ("s" if len(volumes) > 1 else "", quote(volumes), "s" if len(ports) > 1 else "", ", ".join(ports)))
+        comment = " ".join(line.lstrip("# ").strip() for line in self.sh_blocks[0].splitlines()
+                           if line.startswith("#"))
+        self.assertIn(want, comment)
 
     def test_from_an_empty_cluster_to_a_running_fleet(self):
         c = Cluster(self, [node("compute-1", {}), node("gateway-1", {}), node("storage-1", {})])
