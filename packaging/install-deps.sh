@@ -47,6 +47,9 @@ test_pkgs=(
   dpkg-dev file unzip buildah mmdebstrap
   # the .deb checked as Debian checks packages (tests/deploy/test_deb.py: no lintian error)
   lintian
+  # promtool, which checks the chart's PrometheusRule groups (tests/deploy/test_chart_monitoring.py);
+  # Debian 12 ships it only in the server's package, whose service policy-rc.d below keeps stopped
+  prometheus
 )
 
 pkgs=("${build_pkgs[@]}")
