@@ -82,7 +82,9 @@ class TestLint(ChartCase):
     def test_lint_default_and_hardened(self):
         for args in ([], ["-f", os.path.join(VALUES, "hardened-okadm.yaml")],
                      ["--set", "global.nodeRoles.profile=hardened"], ["--set", "forceDownscale=true"],
-                     ["-f", os.path.join(VALUES, "raw-overrides.yaml")]):
+                     ["-f", os.path.join(VALUES, "raw-overrides.yaml")],
+                     ["--set", "metrics.prometheusRule.enabled=true",
+                      "--set", "metrics.grafanaDashboard.enabled=true"]):
             out = run([HELM, "lint", "--strict", CHART] + args).stdout
             self.assertIn("0 chart(s) failed", out, args)
 
@@ -199,8 +201,9 @@ class TestDefaultProfile(ChartCase):
                             "metrics.podMonitor.labels.release=prom"])
         pm = objs["PodMonitor"]
         self.assertEqual(pm["apiVersion"], "monitoring.coreos.com/v1")
-        self.assertEqual(pm["spec"]["podMetricsEndpoints"], [{"port": "metrics", "path": "/metrics",
-                                                             "interval": "30s"}])
+        self.assertEqual(pm["spec"]["podMetricsEndpoints"], [{
+            "port": "metrics", "path": "/metrics", "interval": "30s",
+            "relabelings": [{"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"}]}])
         self.assertEqual(pm["metadata"]["labels"]["release"], "prom")
         selector = pm["spec"]["selector"]["matchLabels"]
         labels = objs["DaemonSet"]["spec"]["template"]["metadata"]["labels"]
@@ -509,7 +512,8 @@ class TestOfflineSchemaValidation(ChartCase):
                 ["--set", "nodePatchPolicy.enabled=true"], ["--set", "metadata.enabled=false"],
                 ["--set", "metadata.netnsMountPropagation=HostToContainer"],
                 ["--set", "metadata.nova.tlsSecret=nova-tls", "--set", "openstackPlacement.caSecret.name=ca"],
-                ["--set", "ovs.tlsSecret=ovn-tls", "--set", "ovs.sbRemote=ssl:10.0.0.5:6642"]]
+                ["--set", "ovs.tlsSecret=ovn-tls", "--set", "ovs.sbRemote=ssl:10.0.0.5:6642"],
+                ["--set", "metrics.grafanaDashboard.enabled=true"]]
 
     def test_every_variant_validates(self):
         for variant in self.VARIANTS:
