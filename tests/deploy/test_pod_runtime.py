@@ -72,7 +72,6 @@ from pod_runtime import Cluster, log, missing_requirements, wait_for
 from test_chart import matches
 
 IN_CI = os.environ.get("CI") is not None
-ALL_CAPS = None  # filled from /proc/self/status: the bounding set a privileged container gets
 
 
 def proc_status(pid):
