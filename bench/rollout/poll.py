@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """GETs URL every --period-ms (a new connection each time, as cloud-init and the kubelet do) and
-prints one line per attempt, "START_EPOCH STATUS" (STATUS 0: no answer within --timeout-ms), until
-it is killed or --seconds pass. Run it inside a namespace: ip netns exec NS poll.py URL.
+prints one line per attempt, "START_EPOCH STATUS MILLISECONDS KIND" (STATUS 0: no answer; KIND ok,
+refused, timeout (nothing within --timeout-ms: a dropped SYN) or the error's name), until it is
+killed or --seconds pass. Run it inside a namespace: ip netns exec NS poll.py URL.
 """
 import argparse
 import http.client
@@ -23,7 +24,7 @@ def main():
     next_at = time.time()
     while time.time() < end:
         start = time.time()
-        status = 0
+        status, kind = 0, "ok"
         try:
             c = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=a.timeout_ms / 1000)
             c.request("GET", path, headers={"Connection": "close"})
@@ -31,9 +32,11 @@ def main():
             r.read()
             status = r.status
             c.close()
-        except OSError:
-            pass
-        print("%.6f %d" % (start, status), flush=True)
+        except ConnectionRefusedError:
+            kind = "refused"
+        except (TimeoutError, OSError) as e:
+            kind = "timeout" if isinstance(e, TimeoutError) or "timed out" in str(e) else type(e).__name__
+        print("%.6f %d %.1f %s" % (start, status, (time.time() - start) * 1000, kind), flush=True)
         next_at += a.period_ms / 1000
         time.sleep(max(0.0, next_at - time.time()))
         next_at = max(next_at, time.time() - a.period_ms / 1000)

@@ -275,10 +275,11 @@ class Podman:
         self("secret", "create", name, path)
         os.unlink(path)
 
-    def play(self, pod, netns, path):
+    def play(self, pod, netns, path, log_path=None):
         with open(path, "w") as f:
             yaml.safe_dump(pod, f, sort_keys=False)
-        return self("kube", "play", path, netns=netns, timeout=180)
+        extra = ["--log-opt", "path=" + log_path] if log_path else []
+        return self("kube", "play", *extra, path, netns=netns, timeout=180)
 
     def container(self, pod_name):
         return pod_name + "-" + "agent"
@@ -519,11 +520,12 @@ class Cluster:
                 self.podman.secret(cs["name"], {cs["key"]: yaml.safe_dump(clouds)})
         return self
 
-    def play(self, node):
-        """podman kube play of the node's pod, in the node's network namespace."""
+    def play(self, node, log_path=None):
+        """podman kube play of the node's pod, in the node's network namespace (its container's
+        log at log_path: kept after the pod is removed); returns when it started."""
         n = self.nodes[node]
         t = time.time()
-        self.podman.play(self.pods[node], n.netns, os.path.join(n.work, "pod.yaml"))
+        self.podman.play(self.pods[node], n.netns, os.path.join(n.work, "pod.yaml"), log_path)
         return t
 
     def container(self, node):
