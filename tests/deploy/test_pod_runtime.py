@@ -150,7 +150,7 @@ class PodRuntimeTest(unittest.TestCase):
         self.assertEqual(state["Status"], "running", state)
         return state["Pid"]
 
-    def wait_probes(self, node, timeout=90):
+    def wait_probes(self, node, timeout=60):
         n, probes = self.cluster.nodes[node], self.cluster.probes[node]
         self.assertEqual(set(probes), {"liveness", "readiness"})
 
