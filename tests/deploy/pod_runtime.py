@@ -214,12 +214,12 @@ def pod_from_daemonset(ds, node, objects, work, api_port, token_secret):
     return pod, probes
 
 
-def kube_objects_for_api(objects, nodes, pods, sa):
+def kube_objects_for_api(objects, nodes, pods):
     """What the node's fake API server holds: the node(s), the pod, and the chart's RBAC and
     ServiceAccount (enforced for the agent's token)."""
     keep = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
     items = [copy.deepcopy(o) for (kind, _), o in objects.items() if kind in keep]
-    for o in items:  # A Role's namespace is in its metadata; the rest are cluster-wide or openkeel.
+    for o in items:  # helm template leaves the release namespace out of namespaced objects
         if o["kind"] == "ServiceAccount":
             o["metadata"].setdefault("namespace", NAMESPACE)
     return {"apiVersion": "v1", "kind": "List", "items": items + nodes + pods}
@@ -280,9 +280,6 @@ class Podman:
             yaml.safe_dump(pod, f, sort_keys=False)
         extra = ["--log-opt", "path=" + log_path] if log_path else []
         return self("kube", "play", *extra, path, netns=netns, timeout=180)
-
-    def container(self, pod_name):
-        return pod_name + "-" + "agent"
 
     def inspect(self, name):
         return json.loads(self("inspect", name).stdout)[0]
@@ -498,7 +495,7 @@ class Cluster:
                                     "labels": ds["spec"]["template"]["metadata"]["labels"]},
                        "spec": dict(copy.deepcopy(ds["spec"]["template"]["spec"]), nodeName=n.name),
                        "status": {"phase": "Running"}}
-            n.start_apiserver(kube_objects_for_api(objects, [node_object(n.name, n.labels)], [api_pod], sa),
+            n.start_apiserver(kube_objects_for_api(objects, [node_object(n.name, n.labels)], [api_pod]),
                               "system:serviceaccount:%s:%s" % (NAMESPACE, sa))
             token_secret = "%s-kube-api-access" % n.name
             pod, probes = pod_from_daemonset(ds, n.name, objects, os.path.join(n.work, "pod"), n.api_port, token_secret)
