@@ -45,6 +45,11 @@ test_pkgs=(
   # (buildah: vfs storage, chroot isolation; mmdebstrap: the Debian base rootfs of the full
   # Dockerfile build), unzip for the helm/kubectl layer (packaging/tools/install-tools.sh)
   dpkg-dev file unzip buildah mmdebstrap
+  # the chart's pods under a real container runtime (tests/deploy/test_pod_runtime.py,
+  # bench/rollout): podman 4.3's `kube play`, with runc as its runtime (crun, podman's default,
+  # refuses this machine's hybrid cgroup layout) and catatonit for the pods' infra container
+  # (podman builds its pause image from it; both are only Recommends of podman)
+  podman runc catatonit
   # the .deb checked as Debian checks packages (tests/deploy/test_deb.py: no lintian error)
   lintian
   # promtool, which checks the chart's PrometheusRule groups (tests/deploy/test_chart_monitoring.py);
