@@ -389,6 +389,11 @@ std::optional<core::HealthRegistry::Check> ChassisReconciler::health() const {
   return health_.component(kComponent);
 }
 
+bool ChassisReconciler::settled() const {
+  return snapshot_ && snapshot_->connected && generation_ > 0 &&
+         snapshot_->convergedGeneration == generation_ && !draining();
+}
+
 nlohmann::json ChassisReconciler::debugJson() const {
   nlohmann::json out;
   out["connected"] = snapshot_ && snapshot_->connected;
