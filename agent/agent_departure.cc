@@ -11,6 +11,7 @@
 #include "agent/plan_appliers.h"
 #include "chassis/chassis_reconciler.h"
 #include "core/logging.h"
+#include "core/loop_thread.h"
 #include "placement/reconciler.h"
 
 namespace okna::agent {
@@ -150,8 +151,7 @@ void Agent::cleanNode(const k8s::NodeInfo& node, std::function<void(int)> done) 
   core::logger("agent")->warn(
       "cleaning node {}: the planned gateway failover, the owned external_ids, bridges and "
       "ports, every ovnmeta namespace, {}the state files (at most {} s)",
-      node.name,
-      node.uid.empty() ? "" : "the Placement provider " + node.uid + " closed, ",
+      node.name, node.uid.empty() ? "" : "the Placement provider " + node.uid + " closed, ",
       config_.departure.timeout.count());
   finishDeparture(bare, std::move(done));
 }

@@ -5,6 +5,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <cstdlib>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "agent/agent.h"
 #include "agent/config.h"
@@ -36,7 +37,6 @@ void raiseFileLimit() {
   log->info("open files limit (RLIMIT_NOFILE): soft {} -> {} (hard {})", limit->before, limit->soft,
             limit->hard);
 }
-
 
 // Runs the loop until `stopped` is called; exceptions that reach the loop are counted.
 void runUntilStopped(boost::asio::io_context& io, okna::agent::Agent& agent) {
@@ -92,8 +92,7 @@ int runAgent(okna::agent::AgentConfig config, okna::k8s::ClusterConfig cluster) 
 // --cleanup: the Node from --node-file, else read from the API server once; with neither, the
 // name alone (the provider, whose uuid is the Node's uid, is then left as it is).
 int runCleanup(okna::agent::AgentConfig config,
-               okna::core::Result<okna::k8s::ClusterConfig> cluster,
-               const std::string& nodeFile) {
+               okna::core::Result<okna::k8s::ClusterConfig> cluster, const std::string& nodeFile) {
   using namespace okna;
   std::optional<k8s::NodeInfo> node;
   if (!nodeFile.empty()) {
@@ -119,7 +118,8 @@ int runCleanup(okna::agent::AgentConfig config,
     io.stop();
   });
   runUntilStopped(io, agent);
-  core::logger("agent")->info("cleanup of node {}: {}", name, exitCode == 0 ? "done" : "incomplete");
+  core::logger("agent")->info("cleanup of node {}: {}", name,
+                              exitCode == 0 ? "done" : "incomplete");
   return exitCode;
 }
 
