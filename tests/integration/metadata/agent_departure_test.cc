@@ -22,10 +22,14 @@ constexpr const char* kUid = "7d3c1a52-0000-4e2e-8000-00000000e2e0";  // kNode's
 constexpr const char* kComputeLabel = "node-role.openkeel.io/compute";
 constexpr const char* kNetworkLabel = "node-role.openkeel.io/network";
 
-enum class Order { LabelFirst, SigtermFirst };
+// LabelFirstApiDown: the watch delivered the change, then the API server stops answering the
+// agent: it decides from the Node its watch last delivered.
+enum class Order { LabelFirst, SigtermFirst, LabelFirstApiDown };
 
 std::string orderName(const ::testing::TestParamInfo<Order>& order) {
-  return order.param == Order::LabelFirst ? "LabelFirst" : "SigtermFirst";
+  return order.param == Order::LabelFirst     ? "LabelFirst"
+         : order.param == Order::SigtermFirst ? "SigtermFirst"
+                                              : "LabelFirstApiDown";
 }
 
 class AgentDepartureTest : public AgentMetadataTest {
@@ -103,6 +107,8 @@ class AgentDepartureTest : public AgentMetadataTest {
       patchNode(change);
       EXPECT_TRUE(waitFor([&] { return debugRoles() != before; }, 20s))
           << "the watch delivered the change";
+      if (order == Order::LabelFirstApiDown)
+        server_->control("POST", "refuse?seconds=60&user=node-agent");
     }
     agent_->process().signal(SIGTERM);
     return agent_->process().waitExit(150s);
@@ -134,15 +140,20 @@ TEST_P(ComputeRoleLost, TheNodeIsClosedInPlacementAndItsNamespacesGoBeforeThePod
   EXPECT_FALSE(namespaceExists(net.metadata_netns));
   EXPECT_FALSE(hasPort(net.metadata_tap_host));
   const std::string log = agent_->log();
-  EXPECT_NE(log.find("leaving the node: the node no longer has the role compute (the API "
-                     "server)"),
+  EXPECT_NE(log.find(GetParam() == Order::LabelFirstApiDown
+                         ? "leaving the node: the node no longer has the role compute (the last "
+                           "watched Node; the API server: "
+                         : "leaving the node: the node no longer has the role compute (the API "
+                           "server)"),
             std::string::npos)
       << log;
   EXPECT_NE(log.find("the role's removal finished"), std::string::npos) << log;
 }
 
 INSTANTIATE_TEST_SUITE_P(Orders, ComputeRoleLost,
-                         ::testing::Values(Order::LabelFirst, Order::SigtermFirst), orderName);
+                         ::testing::Values(Order::LabelFirst, Order::SigtermFirst,
+                                           Order::LabelFirstApiDown),
+                         orderName);
 
 TEST_F(AgentDepartureTest, ARolloutLeavesTheNodeAsItIsAndCleanupRemovesItAll) {
   const auto net = chassis_->add_network(kNet1, "10.0.0.0/24");
