@@ -45,9 +45,10 @@ class AgentDepartureTest : public AgentMetadataTest {
   }
   void TearDown() override {
     if (server_) server_->control("POST", "release-watches");
-    AgentMetadataTest::TearDown();
+    // Before the chassis fixture's TearDown, which deletes dir_ with Placement's pid file.
     if (!placementUrl_.empty())
       testing::runScript(testing::kFixtures + "/stop.sh " + dir_ + "/pl", "/dev/null");
+    AgentMetadataTest::TearDown();
   }
 
   std::string config(const std::string& departure, bool placement, bool metadata) const {
