@@ -155,6 +155,8 @@ nlohmann::json Agent::debugPlan() const {
 }
 
 void Agent::stop() {
+  if (departureTimer_) departureTimer_->cancel();
+  if (nodeRead_) nodeRead_->cancel();
   nodeInformer_->stop();
   if (podInformer_) podInformer_->stop();
   placement_->stop();
@@ -244,13 +246,22 @@ void Agent::replan(const char* trigger) {
     for (const auto& [key, pod] : pods_) inputs.pods->push_back(pod);
   }
   // Once per input change: the planners run here only, and each warning is logged here only.
-  const Plan& plan = tracker_.update(inputs);
+  const Plan& tracked = tracker_.update(inputs);
+  // A leaving agent retires the metadata namespaces no role of the node serves any more.
+  std::optional<Plan> leaving;
+  if (departure_ && departure_->retireMetadata) {
+    leaving = tracked;
+    leaving->metadata.retire = true;
+  }
+  const Plan& plan = leaving ? *leaving : tracked;
   if (tracker_.rolesChanged())
     for (const auto& role : roleNames())
       metrics_.gauge("okna_agent_role", "1 when the node has the role", {{"role", role}})
           .set(plan.roles.roles.count(role) ? 1 : 0);
   for (const auto& listener : listeners_) listener(plan);
-  handPlan(plan, *node_, podsKnown(), {chassis_.get(), placement_.get(), metadata_.get()});
+  // Leaving, the pods no longer matter: a Placement section is there only for a compute role.
+  handPlan(plan, *node_, podsKnown() || departure_.has_value(),
+           {chassis_.get(), placement_.get(), metadata_.get()});
   const double seconds = std::chrono::duration<double>(clock_.now() - started).count();
   metrics_
       .counter("okna_agent_reconcile_total", "Plans computed, by trigger", {{"trigger", trigger}})

@@ -12,6 +12,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "agent/config.h"
+#include "agent/departure.h"
 #include "agent/health_server.h"
 #include "agent/plan.h"
 #include "core/clock.h"
@@ -53,6 +54,16 @@ class Agent {
   core::Status start();
   /** Stops watches and closes the listeners; host state (OVS, namespaces) stays as it is. */
   void stop();
+  /** SIGTERM: reads the Node once and decides (departure.h) whether the pod leaves because the
+   *  node lost its role; then either stops at once, the host as it is, or first finishes that
+   *  role's removal (at most departure.timeout). `done` gets the exit code: 0, or 1 when the
+   *  removal did not finish in time. */
+  void shutdown(std::function<void(int exitCode)> done);
+  /** --cleanup: the node as if it had no role and no annotation (the planned gateway failover,
+   *  the owned external_ids, bridges and ports, every metadata namespace, the provider closed),
+   *  then the state files removed. The Node (its uid names the provider) is `node`, else read
+   *  once from the API server, else the name alone. No informer and no listener runs. */
+  void cleanup(std::optional<k8s::NodeInfo> node, std::function<void(int exitCode)> done);
 
   void addPlanListener(PlanListener listener) { listeners_.push_back(std::move(listener)); }
   const std::optional<Plan>& plan() const { return tracker_.current(); }
@@ -76,6 +87,13 @@ class Agent {
   bool podsKnown() const;
   // The probes' listener and, unless health.adminListen is empty, the admin one.
   core::Status listenHealth();
+  // Departure (agent_departure.cc): the Node at SIGTERM, and the wait for the appliers.
+  void readNodeAtStop(std::function<void(RolesAtStop, std::optional<k8s::NodeInfo>)> then);
+  void finishDeparture(const k8s::NodeInfo& node, std::function<void(int)> done);
+  void cleanNode(const k8s::NodeInfo& node, std::function<void(int)> done);
+  void awaitSettled(std::function<void(int)> done);
+  std::string unsettled() const;
+  void removeStateFiles();
 
   boost::asio::io_context& io_;
   // Every timer and time read of the agent (informers, appliers, servers).
@@ -109,6 +127,15 @@ class Agent {
   std::map<std::string, k8s::PodInfo> pods_;
   PlanTracker tracker_{config_};
   std::vector<PlanListener> listeners_;
+  // Set once the agent leaves its node (departure.h) or cleans it (--cleanup): every plan from
+  // then on is handed with the metadata namespaces retired when it says so.
+  std::optional<DepartureDecision> departure_;
+  bool shuttingDown_ = false;
+  bool cleaning_ = false;
+  core::Clock::TimePoint departureDeadline_{};
+  core::Clock::TimePoint departureStarted_{};
+  std::unique_ptr<core::Timer> departureTimer_;
+  core::HttpRequestHandlePtr nodeRead_;
 };
 
 }  // namespace okna::agent

@@ -146,7 +146,8 @@ AgentConfig parseRoot(const YamlField& root) {
   AgentConfig c;
   if (!root.path().empty()) root.fail("internal: not a root");
   root.expectKeys(
-      {"nodeName", "kubernetes", "nodeRoles", "health", "logging", "placement", "ovs", "metadata"});
+      {"nodeName", "kubernetes", "nodeRoles", "health", "logging", "placement", "ovs", "metadata",
+       "departure"});
   if (auto v = root.get("nodeName")) c.nodeName = v->asString();
   if (auto v = root.get("kubernetes")) c.kubernetes = parseKubernetes(*v);
   if (auto v = root.get("nodeRoles")) c.nodeRoles = parseRoles(*v);
@@ -157,6 +158,7 @@ AgentConfig parseRoot(const YamlField& root) {
   c.placement.trustedTraitsOnly = c.nodeRoles.profile == RoleProfile::Hardened;
   if (auto v = root.get("ovs")) c.ovs = ovsdb::parseOvsConfig(*v);
   if (auto v = root.get("metadata")) c.metadata = metadata::parseMetadataConfig(*v);
+  if (auto v = root.get("departure")) c.departure = parseDepartureConfig(*v);
   return c;
 }
 

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <string>
 
+#include "agent/departure.h"
 #include "agent/roles.h"
 #include "core/backoff.h"
 #include "core/logging.h"
@@ -55,6 +56,8 @@ struct AgentConfig {
   ovsdb::OvsConfig ovs;
   // The 169.254.169.254 service (section `metadata:`): with the compute or network role and `ovs:`.
   metadata::MetadataConfig metadata;
+  // What a stopping agent finishes when its node lost the role its pod runs for (departure.h).
+  DepartureConfig departure;
 };
 
 /** Parses and validates a config document; errors name file, line, key and reason. */

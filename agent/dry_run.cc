@@ -36,6 +36,30 @@ core::Result<std::vector<k8s::PodInfo>> loadPods(const std::string& path) {
   return pods;
 }
 
+// What --cleanup does beyond the plan of a node with no role: the provider closed, the files.
+nlohmann::json cleanupToJson(const AgentConfig& config, const Plan& plan) {
+  nlohmann::json out;
+  out["placement"] =
+      !config.placement.enabled ? "placement.enabled is false: nothing"
+      : plan.nodeUid.empty()    ? "the Node has no uid: the provider is left as it is"
+                                : "the provider " + plan.nodeUid +
+                                   " gets COMPUTE_STATUS_DISABLED (it stays, with its "
+                                   "inventories and allocations: deleting it is Nova's)";
+  out["stateFiles"] = nlohmann::json::array();
+  for (const std::string& path : {config.ovs.stateFile, config.placement.stateFile})
+    if (!path.empty()) out["stateFiles"].push_back(path);
+  return out;
+}
+
+std::string cleanupToText(const nlohmann::json& cleanup) {
+  std::string out = "cleanup: placement: " + cleanup["placement"].get<std::string>() + "\n";
+  for (const auto& f : cleanup["stateFiles"])
+    out += "cleanup: removes the state file " + f.get<std::string>() + "\n";
+  out += "cleanup: the OVS changes above run in the live order (the gateway flag first, the rest "
+         "once the router gateways left this chassis, at most ovs.drainTimeoutSeconds)\n";
+  return out;
+}
+
 }  // namespace
 
 int runDryRun(const AgentConfig& config, const DryRunOptions& options, std::ostream& out,
@@ -59,6 +83,10 @@ int runDryRun(const AgentConfig& config, const DryRunOptions& options, const std
     err << "error: " << node.error().message << "\n";
     return 1;
   }
+  if (options.cleanup) {
+    node->labels.clear();
+    node->annotations.clear();
+  }
   // Without --pods-file Placement is planned as if the node had no pods, and the output says so.
   PlanInputs inputs{std::move(*node), std::vector<k8s::PodInfo>{}};
   if (!options.podsFile.empty()) {
@@ -70,6 +98,7 @@ int runDryRun(const AgentConfig& config, const DryRunOptions& options, const std
     inputs.pods = std::move(*pods);
   }
   Plan plan = computePlan(config, inputs);
+  plan.metadata.retire = options.cleanup;
   if (options.podsFile.empty()) {
     plan.podCount = -1;
     if (plan.placement)
@@ -84,7 +113,8 @@ int runDryRun(const AgentConfig& config, const DryRunOptions& options, const std
   if (!ovsdb.empty()) {
     ovsdb::OvsConfig ovsConfig = config.ovs;
     ovsConfig.remote = ovsdb;
-    auto observed = observeOnce(ovsConfig, plan.metadata.active, std::chrono::seconds(10));
+    const bool metadataRead = plan.metadata.active || plan.metadata.retire;
+    auto observed = observeOnce(ovsConfig, metadataRead, std::chrono::seconds(10));
     if (!observed) {
       err << "error: " << observed.error().message << "\n";
       return 1;
@@ -108,18 +138,20 @@ int runDryRun(const AgentConfig& config, const DryRunOptions& options, const std
                                                  *snapshot.ownership, "the agent's memory", ""})
                            : ovsdb::diffChassis(chassis.effective, *snapshot.ovs);
     diff = ovsdb::diffToJson(ops);
-    if (plan.metadata.active) {
+    if (metadataRead) {
       auto namespaces = listMetadataNamespaces();
       if (!namespaces) {
         err << "error: " << namespaces.error().message << "\n";
         return 1;
       }
       metadataPlan = decideMetadataOnce(*observed->metadata, config.metadata, plan.metadata.active,
-                                        *namespaces);
+                                        *namespaces, plan.metadata.retire);
     }
   }
+  const nlohmann::json cleanup = options.cleanup ? cleanupToJson(config, plan) : nlohmann::json();
   if (options.output == "json") {
     nlohmann::json j = planToJson(plan);
+    if (!cleanup.is_null()) j["cleanup"] = cleanup;
     if (!decision.is_null()) j["ovs"]["decision"] = decision;
     if (!diff.is_null()) j["ovs"]["diff"] = diff;
     if (!metadataPlan.is_null()) j["metadata"].update(metadataPlan);
@@ -140,6 +172,7 @@ int runDryRun(const AgentConfig& config, const DryRunOptions& options, const std
       for (const auto& n : diff["notes"]) out << "  note: " << n.get<std::string>() << "\n";
     }
     if (!metadataPlan.is_null()) out << metadataPlanToText(metadataPlan);
+    if (!cleanup.is_null()) out << cleanupToText(cleanup);
   }
   return 0;
 }

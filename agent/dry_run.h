@@ -16,6 +16,9 @@ struct DryRunOptions {
   std::string podsFile;
   // "text" or "json".
   std::string output = "text";
+  // --cleanup: what cleaning the node would do (the Node as if it had no role and no annotation,
+  // every metadata namespace retired, the provider closed, the state files removed).
+  bool cleanup = false;
 };
 
 /** Prints the plan to `out`, or an error naming the file and the problem to `err`. Exit code. */

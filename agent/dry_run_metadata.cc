@@ -95,9 +95,10 @@ core::Result<std::set<std::string>> listMetadataNamespaces() {
 
 nlohmann::json decideMetadataOnce(const metadata::SouthboundView& view,
                                   const metadata::MetadataConfig& config, bool active,
-                                  const std::set<std::string>& namespaces) {
+                                  const std::set<std::string>& namespaces, bool retired) {
   metadata::MetadataDecisionInputs in;
   in.active = active;
+  in.retired = retired;
   in.ipv6 = config.ipv6;
   // A new agent process: no previous plan; the VM interfaces on the integration bridge (as the
   // live metadata service takes it) judge the Southbound.

@@ -52,7 +52,7 @@ core::Result<std::set<std::string>> listMetadataNamespaces();
  *  the metadata participant's view and the host's ovnmeta-* namespaces (listMetadataNamespaces). */
 nlohmann::json decideMetadataOnce(const metadata::SouthboundView& view,
                                   const metadata::MetadataConfig& config, bool active,
-                                  const std::set<std::string>& namespaces);
+                                  const std::set<std::string>& namespaces, bool retired = false);
 
 /** The text rendering of that JSON for --output text. */
 std::string metadataPlanToText(const nlohmann::json& plan);

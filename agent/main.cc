@@ -5,6 +5,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <cstdlib>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "agent/agent.h"
 #include "agent/config.h"
@@ -14,6 +15,7 @@
 #include "core/listener_guard.h"
 #include "core/logging.h"
 #include "core/run_loop.h"
+#include "core/yaml_field.h"
 #include "k8s/credentials.h"
 
 namespace {
@@ -36,6 +38,91 @@ void raiseFileLimit() {
             limit->hard);
 }
 
+// Runs the loop until `stopped` is called; exceptions that reach the loop are counted.
+void runUntilStopped(boost::asio::io_context& io, okna::agent::Agent& agent) {
+  okna::core::runLoop(io, [&](const std::string&) {
+    agent.metrics()
+        .counter("okna_agent_loop_exceptions_total", "Exceptions caught at the event loop")
+        .inc();
+  });
+}
+
+int runAgent(okna::agent::AgentConfig config, okna::k8s::ClusterConfig cluster) {
+  using namespace okna;
+  if (cluster.tls.insecureSkipVerify)
+    core::logger("agent")->warn(
+        "TLS verification of the API server is off (insecure-skip-tls-verify)");
+  raiseFileLimit();
+  boost::asio::io_context io;
+  core::CurlHttpClient http(io, "openkeel-node-agent/0.1.0");
+  agent::Agent agent(io, std::move(config), http, std::move(cluster));
+  if (auto s = agent.start(); !s) {
+    core::logger("agent")->critical("{}", s.error().message);
+    return 1;
+  }
+  // The first SIGTERM/SIGINT: Agent::shutdown decides whether the node lost the role this pod
+  // runs for and finishes that removal first (departure.h); a second one stops at once.
+  int exitCode = 0;
+  bool stopping = false;
+  boost::asio::signal_set signals(io, SIGTERM, SIGINT);
+  std::function<void(const boost::system::error_code&, int)> onSignal =
+      [&](const boost::system::error_code& ec, int signo) {
+        if (ec) return;
+        const auto log = core::logger("agent");
+        if (stopping) {
+          log->warn("signal {} again: stopping now, whatever is left unfinished", signo);
+          agent.stop();
+          io.stop();
+          return;
+        }
+        stopping = true;
+        log->info("signal {}", signo);
+        signals.async_wait(onSignal);
+        agent.shutdown([&](int code) {
+          exitCode = code;
+          io.stop();
+        });
+      };
+  signals.async_wait(onSignal);
+  runUntilStopped(io, agent);
+  core::logger("agent")->info("stopped");
+  return exitCode;
+}
+
+// --cleanup: the Node from --node-file, else read from the API server once; with neither, the
+// name alone (the provider, whose uuid is the Node's uid, is then left as it is).
+int runCleanup(okna::agent::AgentConfig config,
+               okna::core::Result<okna::k8s::ClusterConfig> cluster, const std::string& nodeFile) {
+  using namespace okna;
+  std::optional<k8s::NodeInfo> node;
+  if (!nodeFile.empty()) {
+    auto doc = core::loadJsonOrYaml(nodeFile);
+    auto parsed = doc ? k8s::parseNode(*doc, nodeFile) : core::Result<k8s::NodeInfo>(doc.error());
+    if (!parsed) {
+      std::cerr << "error: " << parsed.error().message << "\n";
+      return 2;
+    }
+    node = std::move(*parsed);
+  }
+  if (!cluster)
+    core::logger("agent")->warn("no Kubernetes credentials ({}): cleaning without the Node",
+                                cluster.error().message);
+  boost::asio::io_context io;
+  core::CurlHttpClient http(io, "openkeel-node-agent/0.1.0");
+  const std::string name = config.nodeName;
+  agent::Agent agent(io, std::move(config), http,
+                     cluster ? std::move(*cluster) : k8s::ClusterConfig{});
+  int exitCode = 0;
+  agent.cleanup(std::move(node), [&](int code) {
+    exitCode = code;
+    io.stop();
+  });
+  runUntilStopped(io, agent);
+  core::logger("agent")->info("cleanup of node {}: {}", name,
+                              exitCode == 0 ? "done" : "incomplete");
+  return exitCode;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -49,6 +136,7 @@ int main(int argc, char** argv) {
   agent::DryRunOptions dry;
   std::string osCloud;
   bool dryRun = false;
+  bool cleanup = false;
   app.add_option("--config", configPath, "YAML configuration file")->check(CLI::ExistingFile);
   app.add_option("--node-name", nodeName, "This node's name (default: $NODE_NAME)");
   app.add_option("--kubeconfig", kubeconfig,
@@ -72,6 +160,10 @@ int main(int argc, char** argv) {
   app.add_option(
       "--pods-file", dry.podsFile,
       "With --dry-run: `kubectl get pods -A --field-selector spec.nodeName=NAME -o json`");
+  app.add_flag("--cleanup", cleanup,
+               "Remove what the agent set up on this node: the planned gateway failover, owned "
+               "external_ids, bridges and ports, the ovnmeta namespaces; close the Placement "
+               "provider; remove the state files. With --dry-run (and --node-file): print it");
   app.add_option("--output", dry.output, "With --dry-run: text or json")
       ->check(CLI::IsMember({"text", "json"}));
   std::string ovsdbRemote;
@@ -111,6 +203,7 @@ int main(int argc, char** argv) {
   }
 
   if (dryRun) {
+    dry.cleanup = cleanup;
     if (dry.nodeFile.empty()) {
       std::cerr << "--dry-run needs --node-file\n";
       return 2;
@@ -123,8 +216,7 @@ int main(int argc, char** argv) {
                                                : envOr("NODE_NAME", "");
   if (config.nodeName.empty()) {
     std::cerr << "config error: the node name is unknown: pass --node-name, set nodeName in the "
-                 "config, or set "
-                 "NODE_NAME (downward API spec.nodeName)\n";
+                 "config, or set NODE_NAME (downward API spec.nodeName)\n";
     return 2;
   }
   if (config.kubernetes.kubeconfig.empty()) config.kubernetes.kubeconfig = envOr("KUBECONFIG", "");
@@ -132,35 +224,10 @@ int main(int argc, char** argv) {
       config.kubernetes.kubeconfig.empty()
           ? k8s::inClusterConfig()
           : k8s::kubeconfigConfig(config.kubernetes.kubeconfig, config.kubernetes.context);
+  if (cleanup) return runCleanup(std::move(config), std::move(cluster), dry.nodeFile);
   if (!cluster) {
     std::cerr << "config error: " << cluster.error().message << "\n";
     return 2;
   }
-  if (cluster->tls.insecureSkipVerify)
-    core::logger("agent")->warn(
-        "TLS verification of the API server is off (insecure-skip-tls-verify)");
-
-  raiseFileLimit();
-
-  boost::asio::io_context io;
-  core::CurlHttpClient http(io, "openkeel-node-agent/0.1.0");
-  agent::Agent agent(io, std::move(config), http, std::move(*cluster));
-  if (auto s = agent.start(); !s) {
-    core::logger("agent")->critical("{}", s.error().message);
-    return 1;
-  }
-  boost::asio::signal_set signals(io, SIGTERM, SIGINT);
-  signals.async_wait([&](const boost::system::error_code& ec, int signo) {
-    if (ec) return;
-    core::logger("agent")->info("signal {}: stopping (host state is left in place)", signo);
-    agent.stop();
-    io.stop();
-  });
-  core::runLoop(io, [&](const std::string&) {
-    agent.metrics()
-        .counter("okna_agent_loop_exceptions_total", "Exceptions caught at the event loop")
-        .inc();
-  });
-  core::logger("agent")->info("stopped");
-  return 0;
+  return runAgent(std::move(config), std::move(*cluster));
 }

@@ -95,9 +95,21 @@ void MetadataService::submitPorts(std::shared_ptr<const ovsdb::DesiredMetadataOv
   southbound_->submit(std::move(desired), ++submittedGeneration_);
 }
 
+void MetadataService::apply(const MetadataIntent& intent) {
+  OKNA_ASSERT_ON_LOOP();
+  setActive(intent.active);
+  if (intent.retire) reconciler_.retire();
+}
+
+bool MetadataService::settled() const {
+  if (!reconciler_.retired()) return true;
+  return reconciler_.retirementDone() && convergedGeneration_ == submittedGeneration_;
+}
+
 void MetadataService::onView(const metadata::SouthboundView& view) {
   OKNA_ASSERT_ON_LOOP();
   if (stopped_) return;
+  convergedGeneration_ = view.convergedGeneration;
   reconciler_.update(view.sb, view.bridge, view.bridgePorts, view.createdPorts, view.vmIfaceIds);
 }
 

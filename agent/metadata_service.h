@@ -61,10 +61,13 @@ class MetadataService : public core::Applier<MetadataIntent>,
 
   // core::Applier: apply() is setActive(intent.active); describe() the reconciler's
   // debugJson(); health() the "metadata" readiness component.
-  void apply(const MetadataIntent& intent) override { setActive(intent.active); }
+  void apply(const MetadataIntent& intent) override;
   void stop() override;
   std::optional<core::HealthRegistry::Check> health() const override;
   nlohmann::json describe() const override;
+  /** Retired (MetadataIntent::retire) and everything removed, the marked ports included; an
+   *  agent that is not retiring leaves its namespaces as they are, so it is settled. */
+  bool settled() const override;
 
   const metadata::Reconciler& reconciler() const { return reconciler_; }
   /** Listeners the proxy serves for the network (tests). */
@@ -104,6 +107,8 @@ class MetadataService : public core::Applier<MetadataIntent>,
   // What was last handed to the participant (the same ports are not sent twice).
   std::shared_ptr<const ovsdb::DesiredMetadataOvs> submitted_;
   std::uint64_t submittedGeneration_ = 0;
+  // The last view's convergedGeneration: the submitted ports are on the bridge up to it.
+  std::uint64_t convergedGeneration_ = 0;
   bool stopped_ = false;
 };
 

@@ -41,6 +41,9 @@ struct PlanWarning {
 struct MetadataIntent {
   bool active = false;
   std::string reason;
+  // The agent leaves the node and no role of it serves metadata any more (departure.h,
+  // --cleanup): every namespace goes. Never set by the planner.
+  bool retire = false;
 };
 
 struct Plan {

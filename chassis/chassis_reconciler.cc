@@ -389,6 +389,43 @@ std::optional<core::HealthRegistry::Check> ChassisReconciler::health() const {
   return health_.component(kComponent);
 }
 
+namespace {
+
+// Everything the record lists is wanted still: what is no longer wanted has gone (a bridge the
+// agent created goes only once ovn-controller removed its patch port from it, seconds after the
+// mapping went).
+bool ownsOnlyWhatIsWanted(const OwnershipRecord& owned, const DesiredChassis& wanted) {
+  const auto in = [](const auto& items, const auto& item) {
+    return std::find(items.begin(), items.end(), item) != items.end();
+  };
+  std::vector<std::string> mappings, bridges;
+  std::vector<std::pair<std::string, std::string>> ports;
+  for (const auto& m : wanted.bridgeMappings) mappings.push_back(m.item());
+  for (const auto& b : wanted.bridges) {
+    bridges.push_back(b.name);
+    for (const auto& p : b.ports) ports.emplace_back(b.name, p);
+  }
+  const auto cms = wanted.cmsItems();
+  return owned.drainSince == 0 &&
+         std::all_of(owned.cmsItems.begin(), owned.cmsItems.end(),
+                     [&](const auto& i) { return in(cms, i); }) &&
+         std::all_of(owned.mappings.begin(), owned.mappings.end(),
+                     [&](const auto& i) { return in(mappings, i); }) &&
+         std::all_of(owned.bridges.begin(), owned.bridges.end(),
+                     [&](const auto& i) { return in(bridges, i); }) &&
+         std::all_of(owned.ports.begin(), owned.ports.end(),
+                     [&](const auto& i) { return in(ports, i); });
+}
+
+}  // namespace
+
+bool ChassisReconciler::settled() const {
+  if (!snapshot_ || !snapshot_->connected || generation_ == 0 ||
+      snapshot_->convergedGeneration != generation_ || draining() || !decision_)
+    return false;
+  return !snapshot_->ownership || ownsOnlyWhatIsWanted(*snapshot_->ownership, decision_->effective);
+}
+
 nlohmann::json ChassisReconciler::debugJson() const {
   nlohmann::json out;
   out["connected"] = snapshot_ && snapshot_->connected;

@@ -106,6 +106,8 @@ class ChassisReconciler : public core::Applier<ChassisSection> {
   void stop() override;
   std::optional<core::HealthRegistry::Check> health() const override;
   nlohmann::json describe() const override { return debugJson(); }
+  /** The last decision is in the database as read back, and no planned failover is running. */
+  bool settled() const override;
 
   /** Where the external NIC's safety check reads the host (default: LinuxHostNics). */
   void setHostNics(std::unique_ptr<HostNics> nics) { hostNics_ = std::move(nics); }

@@ -28,6 +28,10 @@ class Applier {
   virtual std::optional<HealthRegistry::Check> health() const = 0;
   /** What it does about its section, for /debug/plan's "appliers". */
   virtual nlohmann::json describe() const = 0;
+  /** What the last section asks is done, as far as this applier can know (its write read back,
+   *  a drain finished, a provider closed): an agent that leaves its node waits for it
+   *  (agent/departure.h). An applier that cannot act now (no credentials) is settled. */
+  virtual bool settled() const = 0;
 };
 
 }  // namespace okna::core

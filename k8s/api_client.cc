@@ -65,8 +65,11 @@ core::HttpRequest ApiClient::makeRequest(const std::string& method,
   return r;
 }
 
-core::HttpRequestHandlePtr ApiClient::get(const std::string& pathAndQuery, Callback callback) {
-  return http_.send(makeRequest("GET", pathAndQuery), {nullptr, nullptr, std::move(callback)});
+core::HttpRequestHandlePtr ApiClient::get(const std::string& pathAndQuery, Callback callback,
+                                         std::chrono::milliseconds timeout) {
+  auto r = makeRequest("GET", pathAndQuery);
+  if (timeout.count() > 0) r.totalTimeout = timeout;
+  return http_.send(std::move(r), {nullptr, nullptr, std::move(callback)});
 }
 
 core::HttpRequestHandlePtr ApiClient::post(const std::string& path, const json& body,

@@ -72,7 +72,9 @@ class ApiClient {
 
   ApiClient(core::HttpClient& http, ClusterConfig config);
 
-  core::HttpRequestHandlePtr get(const std::string& pathAndQuery, Callback callback);
+  /** `timeout`: the whole request's limit (0: the client's default). */
+  core::HttpRequestHandlePtr get(const std::string& pathAndQuery, Callback callback,
+                                 std::chrono::milliseconds timeout = {});
   core::HttpRequestHandlePtr post(const std::string& path, const nlohmann::json& body,
                                   Callback callback);
   core::HttpRequestHandlePtr patch(const std::string& path, PatchType type,

@@ -30,8 +30,15 @@ const char* actionName(NamespaceAction action) {
 }
 
 NamespaceDecision decideNamespace(const MetadataPlan& plan, bool active,
-                                  const std::string& networkId, NamespaceState state) {
+                                  const std::string& networkId, NamespaceState state,
+                                  bool retired) {
   using A = NamespaceAction;
+  if (retired)
+    return state.present || state.managed
+               ? make(networkId, A::Remove,
+                      "no role of this node serves metadata any more: the agent removes what "
+                      "it set up before it leaves")
+               : make(networkId, A::Hold, "no namespace, none needed");
   const bool planned = plan.networks.count(networkId) != 0;
   if (planned) {
     if (!active && !state.managed)
@@ -61,7 +68,8 @@ NamespaceDecision decideNamespace(const MetadataPlan& plan, bool active,
 
 std::vector<NamespaceDecision> decideNamespaces(const MetadataPlan& plan, bool active,
                                                 const std::set<std::string>& present,
-                                                const std::set<std::string>& managed) {
+                                                const std::set<std::string>& managed,
+                                                bool retired) {
   std::set<std::string> ids(managed);
   for (const auto& [id, network] : plan.networks) ids.insert(id);
   std::set<std::string> presentIds;
@@ -72,7 +80,8 @@ std::vector<NamespaceDecision> decideNamespaces(const MetadataPlan& plan, bool a
   std::vector<NamespaceDecision> out;
   for (const auto& id : ids)
     out.push_back(
-        decideNamespace(plan, active, id, {presentIds.count(id) != 0, managed.count(id) != 0}));
+        decideNamespace(plan, active, id, {presentIds.count(id) != 0, managed.count(id) != 0},
+                        retired));
   std::sort(out.begin(), out.end(),
             [](const auto& a, const auto& b) { return a.namespaceName < b.namespaceName; });
   return out;
@@ -82,7 +91,7 @@ MetadataDecision decideMetadata(const ovsdb::SbMetadataView& view,
                                 const MetadataDecisionInputs& in) {
   MetadataDecision out;
   out.plan = planMetadata(view, in.ipv6, in.local);
-  out.namespaces = decideNamespaces(out.plan, in.active, in.namespaces);
+  out.namespaces = decideNamespaces(out.plan, in.active, in.namespaces, {}, in.retired);
   return out;
 }
 

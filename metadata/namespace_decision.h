@@ -13,6 +13,8 @@
 //   not in the plan, synced, set up            -> remove
 //   not in the plan, synced, a stray, active   -> remove (left by an earlier agent or Neutron's)
 //   not in the plan, synced, a stray, inactive -> hold (an inactive agent prunes nothing)
+//   retired (any network, synced or not)      -> remove (the agent leaves a node on which no
+//                                                role serves metadata any more: departure.h)
 
 #include <map>
 #include <set>
@@ -43,15 +45,18 @@ struct NamespaceState {
   bool managed = false;
 };
 
-/** The decision for one network (O(log networks): the live applier asks it per event). */
+/** The decision for one network (O(log networks): the live applier asks it per event).
+ *  `retired`: every namespace goes, whatever the plan says. */
 NamespaceDecision decideNamespace(const MetadataPlan& plan, bool active,
-                                  const std::string& networkId, NamespaceState state);
+                                  const std::string& networkId, NamespaceState state,
+                                  bool retired = false);
 
 /** Every network of the plan, of `present` (ovnmeta-* names on the host) and of `managed`
  *  (network ids), sorted by namespace name. */
 std::vector<NamespaceDecision> decideNamespaces(const MetadataPlan& plan, bool active,
                                                 const std::set<std::string>& present,
-                                                const std::set<std::string>& managed = {});
+                                                const std::set<std::string>& managed = {},
+                                                bool retired = false);
 
 struct MetadataDecisionInputs {
   // The agent's plan section: metadata runs here (compute or network role, metadata.enabled).
@@ -61,6 +66,8 @@ struct MetadataDecisionInputs {
   LocalEvidence local;
   // The ovnmeta-* namespaces on the host.
   std::set<std::string> namespaces;
+  // No role of the node serves metadata any more (--cleanup): every namespace goes.
+  bool retired = false;
 };
 
 struct MetadataDecision {

@@ -96,6 +96,22 @@ void Reconciler::setActive(bool active) {
   reconcile();
 }
 
+void Reconciler::retire() {
+  OKNA_ASSERT_ON_LOOP();
+  if (retired_) return;
+  retired_ = true;
+  retireListed_ = false;
+  // The listing that judges the strays runs again, now as a retired agent's.
+  prunedThisSync_ = false;
+  core::logger(kComponent)
+      ->info("no role of this node serves metadata any more: removing {} namespace(s) and "
+             "every ovnmeta-* namespace left on the host",
+             networks_.size());
+  markAll();
+  portsDirty_ = healthDirty_ = true;
+  reconcile();
+}
+
 void Reconciler::update(const ovsdb::SbMetadataView& view, const std::string& integrationBridge,
                         const core::SharedValue<std::set<std::string>>& bridgePorts,
                         const core::SharedValue<std::set<std::string>>& createdPorts,
@@ -162,7 +178,7 @@ void Reconciler::reconcile() {
     for (const auto& [id, st] : networks_)
       if (!st.busy && decide(id).action == NamespaceAction::Remove) gone.push_back(id);
     for (const auto& id : gone) startRemove(id, namespaceNameFor(id));
-    if (plan_.synced && !prunedThisSync_ && active_) pruneStrays();
+    if (!prunedThisSync_ && ((plan_.synced && active_) || retired_)) pruneStrays();
   } else {
     const std::set<std::string> ids = std::move(dirty_);
     dirty_.clear();
@@ -185,7 +201,13 @@ void Reconciler::reconcileNetwork(const std::string& id, std::optional<TimePoint
   const NetworkPlan& network = *planned;
   const auto it = networks_.find(id);
   // Inactive: keep what exists, create nothing new (namespace_decision.h).
-  if (decide(id).action == NamespaceAction::Hold) return;
+  const NamespaceAction action = decide(id).action;
+  if (action == NamespaceAction::Hold) return;
+  if (action == NamespaceAction::Remove) {
+    if (it != networks_.end() && !it->second.busy && retries_.due(id))
+      startRemove(id, namespaceNameFor(id));
+    return;
+  }
   NetworkState& st = it != networks_.end() ? it->second : networks_[id];
   if (st.busy) return;
   const bool current =
@@ -384,9 +406,12 @@ void Reconciler::startRemove(const std::string& networkId, const std::string& na
   st.listening = false;
   st.applied.reset();
   portsDirty_ = healthDirty_ = true;
-  core::logger(kComponent)
-      ->info("network {}: no VM port bound here any more, nor on {}; removing {}", networkId,
-             bridge_, namespaceName);
+  if (retired_)
+    core::logger(kComponent)->info("network {}: removing {}", networkId, namespaceName);
+  else
+    core::logger(kComponent)
+        ->info("network {}: no VM port bound here any more, nor on {}; removing {}", networkId,
+               bridge_, namespaceName);
   runOnWorker_([this, alive = alive_, networkId, namespaceName] {
     auto status = plumbing_.remove(namespaceName);
     boost::asio::post(io_, [this, alive, networkId, namespaceName, status]() {
@@ -430,8 +455,8 @@ void Reconciler::pruneStrays() {
         return;
       }
       // The plan may have moved on since the listing: judge with the current one, and only
-      // while it is synced.
-      if (!plan_.synced) {
+      // while it is synced (a retired agent removes them all, synced or not).
+      if (!plan_.synced && !retired_) {
         prunedThisSync_ = false;
         return;
       }
@@ -443,11 +468,13 @@ void Reconciler::pruneStrays() {
         const std::string id = ns.substr(kPrefix.size());
         // Those in hand are judged by reconcile().
         if (networks_.count(id)) continue;
-        if (decideNamespace(plan_, active_, id, {true, false}).action == NamespaceAction::Remove) {
+        if (decideNamespace(plan_, active_, id, {true, false}, retired_).action ==
+            NamespaceAction::Remove) {
           listed_.erase(ns);
           startRemove(id, ns);
         }
       }
+      retireListed_ = retired_;
       flushOutputs();
     });
   });
@@ -455,7 +482,8 @@ void Reconciler::pruneStrays() {
 
 bool Reconciler::submitPorts() {
   ovsdb::DesiredMetadataOvs desired;
-  desired.enabled = wantsSouthbound();
+  // Retired: the marked ports are read and pruned until the agent exits.
+  desired.enabled = wantsSouthbound() || retired_;
   desired.bridge = bridge_;
   for (const auto& [id, st] : networks_) {
     if (st.removing || st.replug) continue;
@@ -468,7 +496,7 @@ bool Reconciler::submitPorts() {
       network = planned->second.get();
     if (network) desired.ports[network->hostIface] = network->metadataPort;
   }
-  desired.prune = plan_.synced;
+  desired.prune = plan_.synced || retired_;
   if (submitted_ && *submitted_ == desired) return false;
   submitted_ = std::make_shared<const ovsdb::DesiredMetadataOvs>(std::move(desired));
   submitOvs_(submitted_);
@@ -497,7 +525,8 @@ void Reconciler::scheduleVerify() {
 NamespaceDecision Reconciler::decide(const std::string& networkId) const {
   const bool managed = networks_.count(networkId) != 0;
   return decideNamespace(plan_, active_, networkId,
-                         {managed || listed_.count(namespaceNameFor(networkId)) != 0, managed});
+                         {managed || listed_.count(namespaceNameFor(networkId)) != 0, managed},
+                         retired_);
 }
 
 std::vector<NamespaceDecision> Reconciler::decisions() const {
@@ -506,7 +535,7 @@ std::vector<NamespaceDecision> Reconciler::decisions() const {
     managed.insert(id);
     present.insert(namespaceNameFor(id));
   }
-  return decideNamespaces(plan_, active_, present, managed);
+  return decideNamespaces(plan_, active_, present, managed, retired_);
 }
 
 nlohmann::json Reconciler::debugJson() const {

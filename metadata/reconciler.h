@@ -134,6 +134,13 @@ class Reconciler {
   bool active() const { return active_; }
   /** Whether the Southbound metadata rows are still needed (active, or namespaces remain). */
   bool wantsSouthbound() const { return active_ || !networks_.empty(); }
+  /** For good: no role of the node serves metadata any more and the agent leaves it (agent/
+   *  departure.h, --cleanup). Every ovnmeta-* namespace on the host and every port the agent
+   *  marked on the integration bridge goes, with the Southbound synced or not. */
+  void retire();
+  bool retired() const { return retired_; }
+  /** Retired, the host listed since, and every namespace removed. */
+  bool retirementDone() const { return retired_ && retireListed_ && networks_.empty(); }
   /** Why IPv6 metadata is not served (the kernel has IPv6 off); "" while it is or was never tried.
    */
   const std::string& ipv6Unavailable() const { return ipv6UnavailableReported_; }
@@ -243,6 +250,9 @@ class Reconciler {
   core::HealthRegistry& health_;
   std::shared_ptr<bool> alive_;
   bool active_ = false;
+  bool retired_ = false;
+  // The host's namespaces were listed (and the strays among them removed) since retire().
+  bool retireListed_ = false;
   // The kernel's reason the first time a namespace could not have IPv6 (logged once).
   std::string ipv6UnavailableReported_;
   std::string bridge_ = "br-int";

@@ -146,6 +146,19 @@ void Reconciler::apply(const PlacementSection& section) {
   setActive(section.desired.has_value());
 }
 
+bool Reconciler::settled() const {
+  if (configError_ || !enabled_ || stopped_) return true;
+  switch (mode_) {
+    case Mode::Close:
+      return closedOk_;
+    case Mode::Manage:
+      return !busy() && lastPushed_.has_value();
+    case Mode::Idle:
+      return true;
+  }
+  return true;
+}
+
 void Reconciler::stop() {
   OKNA_ASSERT_ON_LOOP();
   if (stopped_) return;

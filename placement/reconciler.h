@@ -86,6 +86,9 @@ class Reconciler : public core::Applier<PlacementSection> {
     return health_.component("placement");
   }
   nlohmann::json describe() const override { return debugJson(); }
+  /** Closing: the provider is known closed. Managing: the last tree was pushed and nothing is
+   *  pending. Without credentials, or before a section: nothing it can do, so settled. */
+  bool settled() const override;
   /**
    * Where conditions an operator must act on go as Node Events (type "Warning", a reason, a
    * message), once per distinct condition: a child Placement refuses to delete, a provider with

@@ -161,6 +161,8 @@ class App:
         self.args = args
         self.store = Store(history_size=args.watch_cache_size)
         self.faults = Faults()
+        # /_fake/hold-watches: watch events queue up unsent until /_fake/release-watches.
+        self.watches_held = False
         self.tokens = {}
         for spec in args.token or ["admin=fake-admin-token"]:
             user, _, rest = spec.partition("=")
@@ -701,16 +703,20 @@ class Handler(BaseHTTPRequestHandler):
         return at if at > now else INF
 
     def stream(self, w):
+        app = self.server.app
         bookmark_at = self.next_bookmark(w, time.monotonic())
         while True:
             with w.cond:
-                while not w.queue and w.end is None:
+                # While held (/_fake/hold-watches), events queue up unsent: a watch event that
+                # has not reached its client yet.
+                while (not w.queue or app.watches_held) and w.end is None:
                     wait = min(w.deadline, bookmark_at) - time.monotonic()
                     if wait <= 0:
                         break
                     w.cond.wait(wait)
-                items, end = list(w.queue), w.end
-                w.queue.clear()
+                items, end = ([] if app.watches_held else list(w.queue)), w.end
+                if not app.watches_held:
+                    w.queue.clear()
             for etype, obj in items:
                 self.write_event(etype, obj)
                 w.sent += 1
@@ -721,7 +727,7 @@ class Handler(BaseHTTPRequestHandler):
             if now >= w.deadline:
                 self.wfile.write(b"0\r\n\r\n")
                 return
-            if now >= bookmark_at:
+            if now >= bookmark_at and not app.watches_held:
                 rv = self.server.app.store.bookmark_rv(w)
                 if rv is not None:
                     self.write_event("BOOKMARK", km.bookmark_object(w.kind, w.api_version, rv))
@@ -782,6 +788,13 @@ class Handler(BaseHTTPRequestHandler):
             with open(paths["ca.crt"]) as f:
                 write_atomic(os.path.join(tls_dir, "ca.crt"), f.read())
             result = {"rotated": fresh}
+        elif op in ("hold-watches", "release-watches") and m == "POST":
+            app.watches_held = op == "hold-watches"
+            ws = store.all_watchers()
+            for w in ws:
+                with w.cond:
+                    w.cond.notify_all()
+            result = {"held": app.watches_held, "watches": len(ws)}
         elif op == "drop-watches" and m == "POST":
             ws = store.all_watchers()
             for w in ws:

@@ -720,6 +720,24 @@ class TestFaults(ServerCase):
         except (ssl.SSLError, ConnectionError):
             pass
 
+    def test_hold_and_release_watches(self):
+        c, _ = self.watch("/api/v1/nodes?watch=1&resourceVersion=0&timeoutSeconds=3")
+        self.next_event(c)   # ADDED n1
+        self.assertEqual(self.control("POST", "hold-watches"), {"held": True, "watches": 1})
+        try:
+            patched = self.patch_node_label("n1", "held", "yes")
+            # Held: the change is made (the API server has it) and not sent.
+            time.sleep(0.3)
+            self.assertEqual([w["eventsSent"] for w in self.control("GET", "watches")], [1])
+        finally:
+            self.assertEqual(self.control("POST", "release-watches")["held"], False)
+        ev, _ = self.next_event(c)
+        self.assertEqual(ev["type"], "MODIFIED")
+        self.assertEqual(ev["object"]["metadata"]["labels"]["held"], "yes")
+        self.assertEqual(ev["object"]["metadata"]["resourceVersion"],
+                         patched["metadata"]["resourceVersion"])
+        self.assertEqual(c.read_chunk(), b"")   # the watch's own end: none is left open
+
     def test_fail_next_and_request_log(self):
         self.control("DELETE", "requests")
         self.control("POST", "fail-next?count=2&status=503&path=/api/v1/nodes")

@@ -18,6 +18,7 @@
 #include "tests/fakes/chassis_plan.h"
 #include "tests/fakes/fake_cluster.h"
 #include "tests/fakes/fake_http_client.h"
+#include "tests/fixtures/ovn/neutron_rescheduler.h"
 #include "tests/fixtures/ovn/ovn_chassis_fixture.h"
 #include "tests/integration/ovsdb/ovs_test_util.h"
 
@@ -26,85 +27,11 @@ namespace {
 
 using namespace std::chrono_literals;
 using okna::testing::LoopRunner;
+using okna::testing::must;
+using okna::testing::NeutronRescheduler;
 using okna::testing::OvnChassis;
+using okna::testing::trimmed;
 using Strings = std::vector<std::string>;
-
-std::string trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-std::string must(const okna::testing::CommandResult& r, const std::string& what) {
-  if (!r.ok()) throw std::runtime_error(what + " failed: " + r.err);
-  return trimmed(r.out);
-}
-
-// What Neutron's OVN mechanism driver does for a router gateway port when a SB Chassis stops
-// being a gateway candidate: its Gateway_Chassis entries on chassis that are no longer
-// candidates are replaced by a candidate (schedule_unhosted_gateways -> _reschedule_lrp ->
-// the scheduler's "select", with the remaining candidates). A candidate is a SB Chassis whose
-// ovn-cms-options (other_config, or external_ids on old chassis) has enable-chassis-as-gw.
-class NeutronRescheduler {
- public:
-  NeutronRescheduler(const OvnChassis& chassis, std::string routerPort)
-      : chassis_(chassis), port_(std::move(routerPort)) {}
-
-  /** One SB Chassis "update event": reschedules if a scheduled chassis is no longer a candidate.
-   *  Returns true when it moved the gateway. */
-  bool poll() {
-    const Strings candidates = gatewayCandidates();
-    const Strings scheduled = scheduledChassis();
-    Strings gone;
-    for (const auto& c : scheduled)
-      if (std::find(candidates.begin(), candidates.end(), c) == candidates.end()) gone.push_back(c);
-    if (gone.empty()) return false;
-    std::string target;
-    for (const auto& c : candidates)
-      if (std::find(scheduled.begin(), scheduled.end(), c) == scheduled.end()) target = c;
-    for (const auto& c : gone)
-      must(chassis_.nbctl({"lrp-del-gateway-chassis", port_, c}), "lrp-del-gateway-chassis");
-    if (!target.empty())
-      must(chassis_.nbctl({"lrp-set-gateway-chassis", port_, target, "1"}),
-           "lrp-set-gateway-chassis");
-    ++moves_;
-    return true;
-  }
-  int moves() const { return moves_; }
-
- private:
-  Strings gatewayCandidates() const {
-    const auto doc = nlohmann::json::parse(
-        must(chassis_.sbctl(
-                 {"--format=json", "--columns=name,other_config,external_ids", "list", "Chassis"}),
-             "list Chassis"));
-    Strings out;
-    for (const auto& row : doc["data"]) {
-      bool gw = false;
-      for (int col : {1, 2})
-        for (const auto& kv : row[col][1])
-          if (kv[0] == "ovn-cms-options" &&
-              kv[1].get<std::string>().find("enable-chassis-as-gw") != std::string::npos)
-            gw = true;
-      if (gw) out.push_back(row[0].get<std::string>());
-    }
-    return out;
-  }
-  Strings scheduledChassis() const {
-    const std::string out = must(chassis_.nbctl({"lrp-get-gateway-chassis", port_}), "get gw");
-    Strings names;
-    std::istringstream lines(out);
-    for (std::string line; std::getline(lines, line);) {
-      // "lrp-ext-okof-chassis-x     1": the Gateway_Chassis name is "<port>-<chassis>".
-      const std::string name = line.substr(0, line.find_first_of(" \t"));
-      if (name.rfind(port_ + "-", 0) == 0) names.push_back(name.substr(port_.size() + 1));
-    }
-    return names;
-  }
-
-  const OvnChassis& chassis_;
-  std::string port_;
-  int moves_ = 0;
-};
 
 TEST(GatewayFailoverEndToEnd, FlagFirstMappingsKeptUntilTheGatewayLeftThenRemoved) {
   OKNA_SKIP_WITHOUT_OVN_CHASSIS();

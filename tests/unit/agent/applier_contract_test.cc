@@ -39,6 +39,7 @@ class RecordingApplier : public core::Applier<Section> {
     return core::HealthRegistry::Check{name_, true, "fake"};
   }
   nlohmann::json describe() const override { return {{"fake", name_}, {"seen", seen.size()}}; }
+  bool settled() const override { return !seen.empty(); }
 
   std::vector<Seen> seen;
   bool stopped = false;

@@ -84,6 +84,38 @@ const Case kCases[] = {
 
 INSTANTIATE_TEST_SUITE_P(Table, DecideNamespace, ::testing::ValuesIn(kCases));
 
+// Retired (the agent leaves a node no role of which serves metadata): whatever exists goes,
+// planned or not, synced or not, set up by this process or found on the host; nothing is made.
+TEST(DecideNamespace, RetiredRemovesEveryNamespaceThatExistsAndCreatesNone) {
+  for (const bool synced : {true, false})
+    for (const bool active : {true, false})
+      for (const char* network : {"in", "lost", "out"}) {
+        const MetadataPlan p = plan(synced);
+        SCOPED_TRACE(std::string(network) + (synced ? " synced" : " not synced") +
+                     (active ? " active" : " inactive"));
+        for (const NamespaceState state : {NamespaceState{true, true}, NamespaceState{true, false}})
+          EXPECT_EQ(decideNamespace(p, active, network, state, true).action, A::Remove);
+        const NamespaceDecision none = decideNamespace(p, active, network, {false, false}, true);
+        EXPECT_EQ(none.action, A::Hold);
+        EXPECT_EQ(none.reason, "no namespace, none needed");
+      }
+}
+
+TEST(DecideNamespaces, RetiredRemovesTheStraysAndThePlannedButOnlyOvnmetaNames) {
+  const auto d = decideNamespaces(plan(false), true, {"ovnmeta-stray", "ovnmeta-in", "not-ours"},
+                                  {"gone"}, true);
+  ASSERT_EQ(d.size(), 4u) << decisionsToJson(d).dump(2);
+  EXPECT_EQ(d[0].namespaceName, "ovnmeta-gone");
+  EXPECT_EQ(d[0].action, A::Remove);
+  EXPECT_EQ(d[1].namespaceName, "ovnmeta-in");
+  EXPECT_EQ(d[1].action, A::Remove);
+  EXPECT_EQ(d[2].namespaceName, "ovnmeta-lost");
+  EXPECT_EQ(d[2].action, A::Hold) << "planned but absent: nothing to remove, nothing made";
+  EXPECT_EQ(d[3].namespaceName, "ovnmeta-stray");
+  EXPECT_EQ(d[3].action, A::Remove);
+  EXPECT_NE(d[3].reason.find("no role of this node serves metadata"), std::string::npos);
+}
+
 TEST(DecideNamespaces, EveryPlannedHostAndManagedNetworkOnceSortedByName) {
   const MetadataPlan p = plan(true);
   const auto d = decideNamespaces(p, true, {"ovnmeta-stray", "ovnmeta-in", "not-ours"}, {"gone"});

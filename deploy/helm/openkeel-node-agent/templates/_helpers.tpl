@@ -239,3 +239,30 @@ metrics.exposeOnNode, "" (not served) without metrics.enabled. The agent refuses
 {{- printf "%s:%d" (ternary .Values.metrics.bindAddress "127.0.0.1" .Values.metrics.exposeOnNode) (int .Values.metrics.port) -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The agent's departure section (agent/departure.h) for a variant: the roles its DaemonSet is
+placed by (none when raw nodeSelector/affinity place it: the chart cannot tell which role a pod
+runs for), the roles whose agent serves metadata on a node, and the time to finish within the
+pod's grace period. Call: include "okna.departure" (dict "root" $ "variant" v)
+*/}}
+{{- define "okna.departure" -}}
+{{- $v := .root.Values -}}
+{{- $roles := list -}}
+{{- if not (or $v.placement.nodeSelector $v.placement.affinity) -}}
+{{- range include "okna.placedRoles" .root | fromJsonArray -}}
+{{- if or (eq $.variant "all") (eq (eq . "compute") (eq $.variant "compute")) -}}
+{{- $roles = append $roles . -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $metadataRoles := list -}}
+{{- if $v.metadata.enabled -}}
+{{- $metadataRoles = append $metadataRoles "compute" -}}
+{{- if or (eq .variant "all") $v.metadata.onNetworkNodes -}}
+{{- $metadataRoles = append $metadataRoles "network" -}}
+{{- end -}}
+{{- end -}}
+{{- $timeout := max 1 (sub (int $v.terminationGracePeriodSeconds) 10) -}}
+{{- toYaml (dict "roles" $roles "metadataRoles" $metadataRoles "timeoutSeconds" $timeout) -}}
+{{- end -}}
