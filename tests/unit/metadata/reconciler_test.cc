@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <deque>
 #include <nlohmann/json.hpp>
@@ -487,6 +488,52 @@ TEST_F(ReconcilerTest, StrayNamespacesAreRemovedOnceSyncedAndOnlyOvnmetaOnes) {
   EXPECT_EQ(plumbing_.lists, 1);
   EXPECT_EQ(plumbing_.removed, (std::vector<std::string>{"ovnmeta-gone"}));
   EXPECT_EQ(plumbing_.existing.count("other-ns"), 1U);
+}
+
+// The agent leaves a node no role of which serves metadata (agent/departure.h): every namespace
+// goes, its own and the strays, with the Southbound synced or not, and the marked ports are
+// pruned; nothing is set up again afterwards.
+TEST_F(ReconcilerTest, RetiredEverythingGoesSyncedOrNotAndNothingComesBack) {
+  plumbing_.existing = {"ovnmeta-stray", "other-ns"};
+  r_->setActive(true);
+  r_->update(view({"net-a"}), "br-int", ports({}));
+  settle();
+  plug();
+  ASSERT_TRUE(ready());
+  // The Southbound is gone (not synced) when the agent leaves: it removes all the same.
+  r_->update(view({"net-a"}, false), "br-int", ports({"tapnet-a0"}));
+  settle();
+  EXPECT_FALSE(r_->retirementDone());
+  r_->setActive(false);
+  r_->retire();
+  settle();
+  EXPECT_TRUE(r_->retired());
+  std::vector<std::string> removed = plumbing_.removed;
+  std::sort(removed.begin(), removed.end());
+  EXPECT_EQ(removed, (std::vector<std::string>{"ovnmeta-net-a", "ovnmeta-stray"}));
+  EXPECT_EQ(plumbing_.existing, (std::set<std::string>{"other-ns"}));
+  EXPECT_EQ(listeners_.fds.count("net-a"), 0U);
+  EXPECT_TRUE(ovs_.enabled) << "the marked ports are still read, to be pruned";
+  EXPECT_TRUE(ovs_.prune);
+  EXPECT_TRUE(ovs_.ports.empty());
+  EXPECT_TRUE(r_->retirementDone());
+  // A later view with the VM still bound sets nothing up again.
+  const auto ensures = plumbing_.ensured.size();
+  r_->update(view({"net-a"}), "br-int", ports({}));
+  settle();
+  EXPECT_EQ(plumbing_.ensured.size(), ensures);
+  EXPECT_TRUE(r_->retirementDone());
+}
+
+TEST_F(ReconcilerTest, RetiredIsNotDoneUntilTheHostWasListed) {
+  r_->setActive(true);
+  r_->update(view({}, false), "br-int", ports({}));
+  settle();
+  r_->retire();
+  EXPECT_FALSE(r_->retirementDone()) << "the listing is a worker job not run yet";
+  settle();
+  EXPECT_EQ(plumbing_.lists, 1);
+  EXPECT_TRUE(r_->retirementDone());
 }
 
 TEST_F(ReconcilerTest, ARestartKeepsExistingPortsPluggedWhileAdopting) {
