@@ -37,26 +37,7 @@ TEST(GatewayFailoverEndToEnd, FlagFirstMappingsKeptUntilTheGatewayLeftThenRemove
   OKNA_SKIP_WITHOUT_OVN_CHASSIS();
   OvnChassis chassis;
   const std::string here = chassis.chassis_name();
-  // A second gateway chassis (no ovn-controller behind it: it never claims, as a chassis that is
-  // still starting would not).
-  must(chassis.sbctl({"chassis-add", "okof-other-gw", "geneve", "192.0.2.11"}), "chassis-add");
-  must(chassis.sbctl({"set", "Chassis", "okof-other-gw",
-                      "other_config:ovn-cms-options=enable-chassis-as-gw"}),
-       "set other gw");
-  // The external network (provider physnet1) and a router with its gateway port on it, scheduled
-  // here, as Neutron writes them (a localnet port; the router port's peer of type router).
-  for (const Strings& cmd : std::vector<Strings>{
-           {"ls-add", "okof-ext"},
-           {"lsp-add", "okof-ext", "provnet-ext", "--", "lsp-set-type", "provnet-ext", "localnet",
-            "--", "lsp-set-addresses", "provnet-ext", "unknown", "--", "lsp-set-options",
-            "provnet-ext", "network_name=physnet1"},
-           {"lr-add", "okof-r1"},
-           {"lrp-add", "okof-r1", "lrp-ext", "fa:16:3e:00:00:01", "172.24.4.1/24"},
-           {"lsp-add", "okof-ext", "ext-r1", "--", "lsp-set-type", "ext-r1", "router", "--",
-            "lsp-set-addresses", "ext-r1", "router", "--", "lsp-set-options", "ext-r1",
-            "router-port=lrp-ext"},
-           {"lrp-set-gateway-chassis", "lrp-ext", here, "1"}})
-    must(chassis.nbctl(cmd), "nbctl " + cmd[0]);
+  okna::testing::addRouterGateway(chassis, "okof", here);
   // The external NIC: a veth end where ovs-vswitchd runs.
   must(chassis.in_hv({"ip", "link", "add", "okfext0", "type", "veth", "peer", "name", "okfext0p"}),
        "ip link add");
@@ -86,13 +67,7 @@ TEST(GatewayFailoverEndToEnd, FlagFirstMappingsKeptUntilTheGatewayLeftThenRemove
         chassis.vsctl({"--if-exists", "get", "Open_vSwitch", ".", "external_ids:" + key});
     return r.ok() ? trimmed(r.out) : std::string();
   };
-  const auto crChassis = [&] {
-    const std::string uuid = must(chassis.sbctl({"--bare", "--columns=chassis", "find",
-                                                 "Port_Binding", "logical_port=cr-lrp-ext"}),
-                                  "find cr-lrp-ext");
-    if (uuid.empty()) return std::string();
-    return must(chassis.sbctl({"--bare", "--columns=name", "list", "Chassis", uuid}), "chassis");
-  };
+  const auto crChassis = [&] { return okna::testing::gatewayChassis(chassis); };
   const auto sbFlagHere = [&] {
     const auto r =
         chassis.sbctl({"--if-exists", "get", "Chassis", here, "other_config:ovn-cms-options"});

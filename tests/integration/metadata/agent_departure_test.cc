@@ -15,7 +15,6 @@ namespace {
 
 using nlohmann::json;
 using okna::testing::must;
-using okna::testing::Strings;
 using okna::testing::trimmed;
 
 constexpr const char* kUid = "7d3c1a52-0000-4e2e-8000-00000000e2e0";  // kNode's
@@ -219,36 +218,13 @@ class NetworkRoleLost : public AgentDepartureTest, public ::testing::WithParamIn
 
 TEST_P(NetworkRoleLost, TheGatewayFailoverRunsToItsEndBeforeThePodExits) {
   const std::string here = chassis_->chassis_name();
-  must(chassis_->sbctl({"chassis-add", "okdp-other-gw", "geneve", "192.0.2.12"}), "chassis-add");
-  must(chassis_->sbctl({"set", "Chassis", "okdp-other-gw",
-                        "other_config:ovn-cms-options=enable-chassis-as-gw"}),
-       "set other gw");
   patchNode({{"labels", {{kComputeLabel, nullptr}, {kNetworkLabel, ""}}},
              {"annotations", {{"network.openkeel.io/bridge-mappings", "physnet1:br-ex"}}}});
   start(config("{roles: [network], metadataRoles: [compute]}", false, false));
   ASSERT_TRUE(waitFor([&] { return ovsId("ovn-bridge-mappings") == "\"physnet1:br-ex\""; }, 60s))
       << agent_->log();
-  for (const Strings& cmd : std::vector<Strings>{
-           {"ls-add", "okdp-ext"},
-           {"lsp-add", "okdp-ext", "provnet-ext", "--", "lsp-set-type", "provnet-ext", "localnet",
-            "--", "lsp-set-addresses", "provnet-ext", "unknown", "--", "lsp-set-options",
-            "provnet-ext", "network_name=physnet1"},
-           {"lr-add", "okdp-r1"},
-           {"lrp-add", "okdp-r1", "lrp-ext", "fa:16:3e:00:00:01", "172.24.4.1/24"},
-           {"lsp-add", "okdp-ext", "ext-r1", "--", "lsp-set-type", "ext-r1", "router", "--",
-            "lsp-set-addresses", "ext-r1", "router", "--", "lsp-set-options", "ext-r1",
-            "router-port=lrp-ext"},
-           {"lrp-set-gateway-chassis", "lrp-ext", here, "1"}})
-    must(chassis_->nbctl(cmd), "nbctl " + cmd[0]);
-  const auto crChassis = [&] {
-    const std::string uuid = must(chassis_->sbctl({"--bare", "--columns=chassis", "find",
-                                                   "Port_Binding", "logical_port=cr-lrp-ext"}),
-                                  "find cr-lrp-ext");
-    return uuid.empty()
-               ? std::string()
-               : must(chassis_->sbctl({"--bare", "--columns=name", "list", "Chassis", uuid}),
-                      "chassis");
-  };
+  testing::addRouterGateway(*chassis_, "okdp", here);
+  const auto crChassis = [&] { return testing::gatewayChassis(*chassis_); };
   ASSERT_TRUE(waitFor([&] { return crChassis() == here; }, 60s)) << "the gateway is bound here";
   // The agent has seen the claim (its Southbound snapshot can trail the SB by a moment).
   ASSERT_TRUE(waitFor([&] { return agent_->metric("okna_ovsdb_gateway_ports") == 1; }, 30s))
