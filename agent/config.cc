@@ -145,9 +145,8 @@ HealthConfig parseHealth(const YamlField& f) {
 AgentConfig parseRoot(const YamlField& root) {
   AgentConfig c;
   if (!root.path().empty()) root.fail("internal: not a root");
-  root.expectKeys(
-      {"nodeName", "kubernetes", "nodeRoles", "health", "logging", "placement", "ovs", "metadata",
-       "departure"});
+  root.expectKeys({"nodeName", "kubernetes", "nodeRoles", "health", "logging", "placement", "ovs",
+                   "metadata", "departure"});
   if (auto v = root.get("nodeName")) c.nodeName = v->asString();
   if (auto v = root.get("kubernetes")) c.kubernetes = parseKubernetes(*v);
   if (auto v = root.get("nodeRoles")) c.nodeRoles = parseRoles(*v);

@@ -20,8 +20,9 @@ std::set<std::string> parseRoleSet(const core::YamlField& f) {
     const std::string name = item.asString();
     const auto& known = roleNames();
     if (std::find(known.begin(), known.end(), name) == known.end())
-      item.fail("unknown role (expected one of: controlPlane, compute, network, storage, "
-                "containers, provisioning)");
+      item.fail(
+          "unknown role (expected one of: controlPlane, compute, network, storage, "
+          "containers, provisioning)");
     out.insert(name);
   }
   return out;

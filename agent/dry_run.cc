@@ -39,12 +39,12 @@ core::Result<std::vector<k8s::PodInfo>> loadPods(const std::string& path) {
 // What --cleanup does beyond the plan of a node with no role: the provider closed, the files.
 nlohmann::json cleanupToJson(const AgentConfig& config, const Plan& plan) {
   nlohmann::json out;
-  out["placement"] =
-      !config.placement.enabled ? "placement.enabled is false: nothing"
-      : plan.nodeUid.empty()    ? "the Node has no uid: the provider is left as it is"
-                                : "the provider " + plan.nodeUid +
-                                   " gets COMPUTE_STATUS_DISABLED (it stays, with its "
-                                   "inventories and allocations: deleting it is Nova's)";
+  out["placement"] = !config.placement.enabled ? "placement.enabled is false: nothing"
+                     : plan.nodeUid.empty()
+                         ? "the Node has no uid: the provider is left as it is"
+                         : "the provider " + plan.nodeUid +
+                               " gets COMPUTE_STATUS_DISABLED (it stays, with its "
+                               "inventories and allocations: deleting it is Nova's)";
   out["stateFiles"] = nlohmann::json::array();
   for (const std::string& path : {config.ovs.stateFile, config.placement.stateFile})
     if (!path.empty()) out["stateFiles"].push_back(path);
@@ -55,8 +55,9 @@ std::string cleanupToText(const nlohmann::json& cleanup) {
   std::string out = "cleanup: placement: " + cleanup["placement"].get<std::string>() + "\n";
   for (const auto& f : cleanup["stateFiles"])
     out += "cleanup: removes the state file " + f.get<std::string>() + "\n";
-  out += "cleanup: the OVS changes above run in the live order (the gateway flag first, the rest "
-         "once the router gateways left this chassis, at most ovs.drainTimeoutSeconds)\n";
+  out +=
+      "cleanup: the OVS changes above run in the live order (the gateway flag first, the rest "
+      "once the router gateways left this chassis, at most ovs.drainTimeoutSeconds)\n";
   return out;
 }
 

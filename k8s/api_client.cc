@@ -66,7 +66,7 @@ core::HttpRequest ApiClient::makeRequest(const std::string& method,
 }
 
 core::HttpRequestHandlePtr ApiClient::get(const std::string& pathAndQuery, Callback callback,
-                                         std::chrono::milliseconds timeout) {
+                                          std::chrono::milliseconds timeout) {
   auto r = makeRequest("GET", pathAndQuery);
   if (timeout.count() > 0) r.totalTimeout = timeout;
   return http_.send(std::move(r), {nullptr, nullptr, std::move(callback)});

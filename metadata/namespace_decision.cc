@@ -79,9 +79,8 @@ std::vector<NamespaceDecision> decideNamespaces(const MetadataPlan& plan, bool a
   ids.insert(presentIds.begin(), presentIds.end());
   std::vector<NamespaceDecision> out;
   for (const auto& id : ids)
-    out.push_back(
-        decideNamespace(plan, active, id, {presentIds.count(id) != 0, managed.count(id) != 0},
-                        retired));
+    out.push_back(decideNamespace(plan, active, id,
+                                  {presentIds.count(id) != 0, managed.count(id) != 0}, retired));
   std::sort(out.begin(), out.end(),
             [](const auto& a, const auto& b) { return a.namespaceName < b.namespaceName; });
   return out;

@@ -104,9 +104,10 @@ void Reconciler::retire() {
   // The listing that judges the strays runs again, now as a retired agent's.
   prunedThisSync_ = false;
   core::logger(kComponent)
-      ->info("no role of this node serves metadata any more: removing {} namespace(s) and "
-             "every ovnmeta-* namespace left on the host",
-             networks_.size());
+      ->info(
+          "no role of this node serves metadata any more: removing {} namespace(s) and "
+          "every ovnmeta-* namespace left on the host",
+          networks_.size());
   markAll();
   portsDirty_ = healthDirty_ = true;
   reconcile();
