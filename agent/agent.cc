@@ -9,6 +9,7 @@
 #include "chassis/chassis_participant.h"
 #include "chassis/chassis_reconciler.h"
 #include "core/logging.h"
+#include "k8s/objects.h"
 #include "metadata/sb_participant.h"
 #include "ovsdb/idl_thread.h"
 #include "placement/reconciler.h"
@@ -82,10 +83,13 @@ Agent::Agent(boost::asio::io_context& io, AgentConfig config, core::HttpClient& 
                              notReady});
   // The node's Pods feed Placement's `reserved` only: an agent with Placement off (a gateway's, a
   // network-only DaemonSet's) does not watch them, and its service account needs no pods access.
+  // Of each Pod the store keeps the fields the agent reads: a pod's author (whoever may schedule
+  // pods onto the node) decides the rest of its size.
+  auto podsConfig = informerConfig("pods", "/api/v1/pods", "spec.nodeName=" + config_.nodeName);
+  podsConfig.keep = k8s::trimPod;
   if (config_.placement.enabled)
     podInformer_ = std::make_unique<k8s::Informer>(
-        clock_, api_, informerConfig("pods", "/api/v1/pods", "spec.nodeName=" + config_.nodeName),
-        metrics_,
+        clock_, api_, std::move(podsConfig), metrics_,
         k8s::Informer::Handler{[this](auto type, const json& o) { onPodEvent(type, o); },
                                [this] {
                                  updateInformerReadiness();

@@ -111,7 +111,9 @@ class Session : public std::enable_shared_from_this<Session> {
       res->set(http::field::content_type, "text/plain; charset=utf-8");
       res->body() = "method not allowed\n";
     } else {
-      auto r = listener_->server->handle(std::string(request.target()));
+      auto r = listener_->server->handle(
+          std::string(request.target()),
+          fromThisHost_ ? HealthServer::Peer::ThisHost : HealthServer::Peer::OtherHost);
       res->result(r.status);
       res->set(http::field::content_type, r.contentType);
       res->body() = request.method() == http::verb::head ? "" : std::move(r.body);
@@ -138,14 +140,18 @@ class Session : public std::enable_shared_from_this<Session> {
   const bool fromThisHost_;
 };
 
+// A passing check's detail is shown too: what a component works around while ready (a refused
+// child deletion in Placement) must be visible without failing readiness. Without `detail`
+// (another host asks), the name and ok/failed only: the details name VM ports, namespaces,
+// network ids, the Keystone URL and the Southbound address.
 std::string renderChecks(const std::vector<core::HealthRegistry::Check>& checks, bool ok,
-                         const std::string& name) {
+                         const std::string& name, bool detail) {
   std::string out;
-  for (const auto& c : checks)
-    // A passing check's detail is shown too: what a component works around while ready (a
-    // refused child deletion in Placement) must be visible without failing readiness.
-    out += std::string(c.ok ? "[+]" : "[-]") + c.name +
-           (c.ok ? (c.detail.empty() ? " ok" : " ok: " + c.detail) : " failed: " + c.detail) + "\n";
+  for (const auto& c : checks) {
+    out += std::string(c.ok ? "[+]" : "[-]") + c.name + (c.ok ? " ok" : " failed");
+    if (detail && (!c.ok || !c.detail.empty())) out += ": " + c.detail;
+    out += "\n";
+  }
   out += name + (ok ? " check passed\n" : " check failed\n");
   return out;
 }
@@ -289,24 +295,27 @@ void HealthServer::refuse(bool fromThisHost) {
         name(), options_.maxConnections, fromThisHost ? "this host" : "other hosts", suppressed);
 }
 
-HealthServer::Response HealthServer::handle(const std::string& target) const {
+HealthServer::Response HealthServer::handle(const std::string& target, Peer peer) const {
   const auto q = target.find('?');
   const std::string path = target.substr(0, q);
   const bool verbose = q != std::string::npos && target.find("verbose", q) != std::string::npos;
-  if (options_.endpoints == HealthServerOptions::Endpoints::Admin) {
-    if (path == "/metrics")
-      return {200u, "text/plain; version=0.0.4; charset=utf-8", metrics_.render()};
-    if (path == "/debug/plan")
-      return {200u, "application/json",
-              (debugPlan_ ? debugPlan_() : nlohmann::json()).dump(2) + "\n"};
-  } else if (path == "/healthz" || path == "/livez") {
-    const bool ok = health_.live();
-    return {ok ? 200u : 500u, kText,
-            verbose || !ok ? renderChecks(health_.liveness(), ok, "livez") : "ok"};
-  } else if (path == "/readyz") {
+  const bool admin = options_.endpoints == HealthServerOptions::Endpoints::Admin;
+  if (admin && path == "/metrics")
+    return {200u, "text/plain; version=0.0.4; charset=utf-8", metrics_.render()};
+  if (admin && path == "/debug/plan")
+    return {200u, "application/json",
+            (debugPlan_ ? debugPlan_() : nlohmann::json()).dump(2) + "\n"};
+  // The admin listener tells why to whoever reaches it: it serves the plan, which says more.
+  const bool detail = admin || peer == Peer::ThisHost;
+  if (path == "/readyz") {
     const bool ok = health_.ready();
     return {ok ? 200u : 503u, kText,
-            verbose || !ok ? renderChecks(health_.readiness(), ok, "readyz") : "ok"};
+            verbose || !ok ? renderChecks(health_.readiness(), ok, "readyz", detail) : "ok"};
+  }
+  if (!admin && (path == "/healthz" || path == "/livez")) {
+    const bool ok = health_.live();
+    return {ok ? 200u : 500u, kText,
+            verbose || !ok ? renderChecks(health_.liveness(), ok, "livez", detail) : "ok"};
   }
   return {404u, kText, "not found\n"};
 }

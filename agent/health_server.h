@@ -2,10 +2,12 @@
 // The agent's local HTTP endpoints, served from the event loop by two listeners of this class:
 //   - probes (health.listen, 0.0.0.0:19874 where the kubelet reaches it): /healthz and /livez
 //     (liveness of the loop and worker threads), /readyz (every enabled component synced;
-//     ?verbose lists them);
-//   - admin (health.adminListen, loopback by default): /metrics (Prometheus) and /debug/plan (the
-//     current desired state), which name networks, VM addresses and the OVS configuration and so
-//     are not for whoever can reach the node's address.
+//     ?verbose lists them). Why a check fails (VM ports, namespaces, network ids, URLs) is told
+//     to this host only (the kubelet probes from the node's own address); another host reads
+//     the check names and ok/failed;
+//   - admin (health.adminListen, loopback by default): /metrics (Prometheus), /debug/plan (the
+//     current desired state) and /readyz with every detail, which name networks, VM addresses
+//     and the OVS configuration and so are not for whoever can reach the node's address.
 // Each listener caps its open connections and gives every request a deadline, so that a client
 // cannot hold the agent's file descriptors; see core/listener_guard.h.
 
@@ -64,8 +66,11 @@ class HealthServer {
     std::string contentType;
     std::string body;
   };
-  /** What a GET of `target` answers on this listener (exposed for unit tests). */
-  Response handle(const std::string& target) const;
+  /** Who asks, as the connection shows it: its peer's address is the one it connected to
+   *  (only this host can do that), or not. */
+  enum class Peer { ThisHost, OtherHost };
+  /** What a GET of `target` from `peer` answers on this listener (exposed for unit tests). */
+  Response handle(const std::string& target, Peer peer) const;
 
  private:
   struct State;

@@ -18,6 +18,7 @@
 #include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <limits>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -401,7 +402,11 @@ class Transfer final : public Deadlined, public std::enable_shared_from_this<Tra
   void read() {
     response_ = HttpResponse();
     parser_.emplace(response_, request_.keepResponseHeaders);
-    parser_->body_limit(64 << 20);
+    // Beast's own limit, so that a body over it is never buffered. 0 (none) is the largest
+    // value, not boost::none: this Beast compares a Content-Length with an empty limit as
+    // "larger" and fails the answer.
+    parser_->body_limit(request_.maxResponseBytes > 0 ? std::uint64_t{request_.maxResponseBytes}
+                                                      : std::numeric_limits<std::uint64_t>::max());
     if (request_.method == "HEAD") parser_->skip(true);
     // As http::async_read: parse header and body together as bytes come.
     parser_->eager(true);
@@ -418,6 +423,9 @@ class Transfer final : public Deadlined, public std::enable_shared_from_this<Tra
       const std::size_t used = parser_->put(buffer.data(), ec);
       buffer.consume(used);
       if (ec == http::error::need_more) break;
+      if (ec == http::error::body_limit)
+        return fail(prefix() + responseTooLargeMessage(request_.maxResponseBytes),
+                    CURLE_FILESIZE_EXCEEDED);
       if (ec) return retryOrFail(ec, "Recv failure");
       if (parser_->is_done()) return finish();
       if (used == 0) break;

@@ -124,6 +124,13 @@ struct CurlHttpClient::Transfer final : HttpRequestHandle, std::enable_shared_fr
   static size_t onBody(char* data, size_t size, size_t n, void* self) {
     auto* t = static_cast<Transfer*>(self);
     if (t->cancelled || !t->callbackError.empty()) return 0;
+    // Counted before anything is kept or streamed: past the limit nothing of it is.
+    t->bodyBytes += size * n;
+    const std::size_t limit = t->request.maxResponseBytes;
+    if (limit > 0 && t->bodyBytes > limit) {
+      t->tooLarge = true;
+      return 0;
+    }
     const bool ok = t->guarded([&] {
       t->deliverHeaders();
       if (t->callbacks.onData) {
@@ -148,6 +155,9 @@ struct CurlHttpClient::Transfer final : HttpRequestHandle, std::enable_shared_fr
   char errorBuffer[CURL_ERROR_SIZE] = {0};
   // What a callback threw (the transfer was aborted for it).
   std::string callbackError;
+  // Body bytes received so far; past request.maxResponseBytes the transfer was aborted.
+  std::size_t bodyBytes = 0;
+  bool tooLarge = false;
   bool headersDelivered = false;
   bool cancelled = false;
   bool finished = false;
@@ -241,6 +251,9 @@ HttpRequestHandlePtr CurlHttpClient::send(HttpRequest request, HttpCallbacks cal
   curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, &CurlHttpClient::onCloseSocket);
   curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, this);
   if (!userAgent_.empty()) curl_easy_setopt(e, CURLOPT_USERAGENT, userAgent_.c_str());
+  // A Content-Length over the limit fails before the body is read (onBody checks the rest).
+  if (r.maxResponseBytes > 0)
+    curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(r.maxResponseBytes));
 
   if (r.method == "GET") {
     curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
@@ -460,6 +473,12 @@ void CurlHttpClient::drainCompleted() {
         t->callbacks.onDone(makeError(
             t->request.method + " " + t->request.url + ": a callback threw: " + t->callbackError,
             CURLE_WRITE_ERROR));
+      });
+    } else if (t->tooLarge || rc == CURLE_FILESIZE_EXCEEDED) {
+      t->guarded([&] {
+        t->callbacks.onDone(makeError(t->request.method + " " + t->request.url + ": " +
+                                          responseTooLargeMessage(t->request.maxResponseBytes),
+                                      CURLE_FILESIZE_EXCEEDED));
       });
     } else if (rc != CURLE_OK) {
       std::string detail = t->errorBuffer[0] != 0 ? t->errorBuffer : curl_easy_strerror(rc);

@@ -4,6 +4,7 @@
 // and unit tests use a fake.
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
@@ -33,6 +34,14 @@ struct TlsOptions {
   bool insecureSkipVerify = false;
 };
 
+/** The most bytes of body a response may have unless its request says otherwise (16 MiB): far
+ *  above any answer of Placement, Keystone or Nova's metadata, and a bound on what a peer, or
+ *  whoever controls what it serves, can make the agent hold. */
+inline constexpr std::size_t kDefaultMaxResponseBytes = std::size_t{16} << 20;
+
+/** The error of a response over its request's limit (its code: CURLE_FILESIZE_EXCEEDED). */
+std::string responseTooLargeMessage(std::size_t limit);
+
 struct HttpRequest {
   std::string method = "GET";
   std::string url;
@@ -48,6 +57,11 @@ struct HttpRequest {
   // the storage must outlive the request). A hot path that reads one header saves the
   // allocations of the others. Honoured by BeastHttpClient; other clients may keep all.
   std::span<const std::string_view> keepResponseHeaders;
+  // The most bytes of body this response may have, kept in HttpResponse::body or streamed
+  // through onData (in total). Past it the transfer stops and fails with an error that names
+  // the limit; never a crash. 0: no limit, for a stream that bounds what it keeps itself (a
+  // Kubernetes watch limits each line: k8s::ApiClient::watch).
+  std::size_t maxResponseBytes = kDefaultMaxResponseBytes;
 };
 
 struct HttpResponse {

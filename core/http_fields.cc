@@ -70,4 +70,9 @@ std::string requestFramingProblem(const HttpRequest& request) {
   return "";
 }
 
+std::string responseTooLargeMessage(std::size_t limit) {
+  return "the response is larger than its limit of " + std::to_string(limit) +
+         " bytes (HttpRequest::maxResponseBytes); not read further";
+}
+
 }  // namespace okna::core

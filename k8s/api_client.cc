@@ -1,5 +1,6 @@
 #include "k8s/api_client.h"
 
+#include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -66,9 +67,10 @@ core::HttpRequest ApiClient::makeRequest(const std::string& method,
 }
 
 core::HttpRequestHandlePtr ApiClient::get(const std::string& pathAndQuery, Callback callback,
-                                          std::chrono::milliseconds timeout) {
+                                          std::chrono::milliseconds timeout, std::size_t maxBytes) {
   auto r = makeRequest("GET", pathAndQuery);
   if (timeout.count() > 0) r.totalTimeout = timeout;
+  r.maxResponseBytes = maxBytes;
   return http_.send(std::move(r), {nullptr, nullptr, std::move(callback)});
 }
 
@@ -92,17 +94,22 @@ core::HttpRequestHandlePtr ApiClient::patch(const std::string& path, PatchType t
 
 core::HttpRequestHandlePtr ApiClient::watch(const std::string& pathAndQuery,
                                             std::chrono::milliseconds timeout,
-                                            WatchCallbacks callbacks) {
+                                            WatchCallbacks callbacks, std::size_t maxLineBytes) {
   auto r = makeRequest("GET", pathAndQuery);
   r.totalTimeout = timeout;
+  // The stream lasts minutes: what bounds memory is the limit on each line, below.
+  r.maxResponseBytes = 0;
   // Shared between the callbacks: a 200 stream is split into lines, anything else is a body.
   struct State {
+    explicit State(std::size_t maxLine) : lines(maxLine), maxErrorBody(maxLine) {}
     long status = 0;
     LineSplitter lines;
     std::string errorBody;
+    // A refused watch's body is read for its message only: no more of it than of a line.
+    std::size_t maxErrorBody;
     WatchCallbacks callbacks;
   };
-  auto state = std::make_shared<State>();
+  auto state = std::make_shared<State>(maxLineBytes);
   state->callbacks = std::move(callbacks);
   core::HttpCallbacks cb;
   cb.onHeaders = [state](long status, const core::HttpHeaders&) {
@@ -111,12 +118,21 @@ core::HttpRequestHandlePtr ApiClient::watch(const std::string& pathAndQuery,
   };
   cb.onData = [state](std::string_view data) {
     if (state->status != 200) {
-      state->errorBody.append(data);
+      const std::size_t room =
+          state->maxErrorBody == 0
+              ? data.size()
+              : state->maxErrorBody - std::min(state->maxErrorBody, state->errorBody.size());
+      state->errorBody.append(data.substr(0, room));
       return;
     }
-    state->lines.feed(data, [&](std::string_view line) {
-      if (!line.empty() && state->callbacks.onLine) state->callbacks.onLine(line);
-    });
+    state->lines.feed(
+        data,
+        [&](std::string_view line) {
+          if (!line.empty() && state->callbacks.onLine) state->callbacks.onLine(line);
+        },
+        [&](std::size_t bytes) {
+          if (state->callbacks.onLineTooLong) state->callbacks.onLineTooLong(bytes);
+        });
   };
   cb.onDone = [state](core::Result<core::HttpResponse> result) {
     if (result.ok()) {

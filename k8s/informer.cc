@@ -33,6 +33,27 @@ long seconds(std::chrono::steady_clock::duration d) {
   return static_cast<long>(std::chrono::duration_cast<std::chrono::seconds>(d).count());
 }
 
+// About the bytes of `j` as compact JSON (escapes not counted), without writing it: what a listed
+// object weighs against the limit of one object, and what the store holds.
+std::size_t jsonBytes(const nlohmann::json& j) {
+  switch (j.type()) {
+    case json::value_t::object: {
+      std::size_t n = 2;
+      for (auto it = j.begin(); it != j.end(); ++it) n += it.key().size() + 4 + jsonBytes(*it);
+      return n;
+    }
+    case json::value_t::array: {
+      std::size_t n = 2;
+      for (const auto& v : j) n += jsonBytes(v) + 1;
+      return n;
+    }
+    case json::value_t::string:
+      return j.get_ref<const std::string&>().size() + 2;
+    default:
+      return 8;
+  }
+}
+
 milliseconds retryAfter(const core::HttpResponse& r) {
   auto it = r.headers.find("retry-after");
   if (it == r.headers.end()) return milliseconds{0};
@@ -67,6 +88,10 @@ Informer::Informer(core::Clock& clock, ApiClient& api, InformerConfig config,
   const core::Labels r{{"resource", config_.resource}};
   metrics_.gauge("okna_k8s_informer_synced", "1 when the informer has completed its first LIST", r);
   metrics_.gauge("okna_k8s_informer_objects", "Objects in the informer's store", r);
+  metrics_.gauge("okna_k8s_informer_object_bytes",
+                 "About the bytes (as JSON) of the objects in the informer's store, as kept", r);
+  metrics_.counter("okna_k8s_informer_skipped_total",
+                   "Objects not read: over the limit of one object (maxObjectBytes)", r);
   metrics_.gauge("okna_k8s_informer_failing",
                  "1 while the informer has been failing for longer than its bound", r);
   metrics_.counter("okna_k8s_informer_watches_total", "WATCH requests started", r);
@@ -177,8 +202,9 @@ void Informer::list(const std::string& continueToken) {
   std::string path = config_.path;
   for (size_t i = 0; i < params.size(); ++i) path += (i == 0 ? "?" : "&") + params[i];
   core::logger("k8s")->debug("LIST {}", path);
-  inFlight_ =
-      api_.get(path, [this](core::Result<core::HttpResponse> r) { onListPage(std::move(r)); });
+  inFlight_ = api_.get(
+      path, [this](core::Result<core::HttpResponse> r) { onListPage(std::move(r)); }, {},
+      config_.maxListBytes);
 }
 
 void Informer::onListPage(core::Result<core::HttpResponse> result) {
@@ -212,6 +238,11 @@ void Informer::onListPage(core::Result<core::HttpResponse> result) {
   if (!body.is_object() || !body.contains("items") || !body["items"].is_array())
     return retry(&Informer::startList, "list " + config_.resource + ": the response is not a List");
   for (auto& item : body["items"]) {
+    if (const std::size_t bytes = jsonBytes(item); bytes > config_.maxObjectBytes) {
+      skipped(bytes, "a listed object");
+      continue;
+    }
+    if (config_.keep) config_.keep(item);
     const std::string key = objectKey(item);
     if (!key.empty()) listing_[key] = std::move(item);
   }
@@ -232,10 +263,7 @@ void Informer::onListPage(core::Result<core::HttpResponse> result) {
       .gauge("okna_k8s_informer_synced", "1 when the informer has completed its first LIST",
              {{"resource", config_.resource}})
       .set(1);
-  metrics_
-      .gauge("okna_k8s_informer_objects", "Objects in the informer's store",
-             {{"resource", config_.resource}})
-      .set(static_cast<double>(items_.size()));
+  countStore();
   core::logger("k8s")->info("{} informer {}: {} object(s) at resourceVersion {}", config_.resource,
                             first ? "synced" : "relisted", items_.size(), resourceVersion_);
   if (handler_.onSynced && !deliver("sync", "", [&] { handler_.onSynced(); }))
@@ -268,7 +296,11 @@ void Informer::watch() {
   cb.onOpen = [this, generation](long status) {
     if (generation == watchGeneration_ && status == 200) watchOpenedAt_ = now();
   };
-  inFlight_ = api_.watch(path, milliseconds(timeoutSeconds * 1000) + kWatchSlack, std::move(cb));
+  cb.onLineTooLong = [this, generation](std::size_t bytes) {
+    if (generation == watchGeneration_ && running_) skipped(bytes, "a watch event");
+  };
+  inFlight_ = api_.watch(path, milliseconds(timeoutSeconds * 1000) + kWatchSlack, std::move(cb),
+                         config_.maxObjectBytes);
 }
 
 void Informer::onWatchLine(std::string_view line, unsigned generation) {
@@ -324,6 +356,7 @@ void Informer::onWatchLine(std::string_view line, unsigned generation) {
     return;
   }
   if (!rv.empty()) resourceVersion_ = rv;
+  if (config_.keep) config_.keep(object);
   apply(t, object);
 }
 
@@ -454,10 +487,35 @@ void Informer::apply(EventType type, const json& object) {
     }
     handlerFailed();
   }
-  metrics_
-      .gauge("okna_k8s_informer_objects", "Objects in the informer's store",
-             {{"resource", config_.resource}})
+  countStore();
+}
+
+void Informer::countStore() {
+  const core::Labels r{{"resource", config_.resource}};
+  metrics_.gauge("okna_k8s_informer_objects", "Objects in the informer's store", r)
       .set(static_cast<double>(items_.size()));
+  std::size_t bytes = 0;
+  for (const auto& [key, object] : items_) bytes += key.size() + jsonBytes(object);
+  metrics_
+      .gauge("okna_k8s_informer_object_bytes",
+             "About the bytes (as JSON) of the objects in the informer's store, as kept", r)
+      .set(static_cast<double>(bytes));
+}
+
+// Not read, so neither stored nor handed on: the store keeps what it had of that object (a
+// relist drops it). Never its content in the log, which is whatever the object's author wrote.
+void Informer::skipped(std::size_t bytes, const char* what) {
+  metrics_
+      .counter("okna_k8s_informer_skipped_total",
+               "Objects not read: over the limit of one object (maxObjectBytes)",
+               {{"resource", config_.resource}})
+      .inc();
+  std::uint64_t suppressed = 0;
+  if (skipLog_.allow(now(), suppressed))
+    core::logger("k8s")->warn(
+        "{} informer: {} of about {} bytes skipped: over the limit of {} bytes for one object "
+        "(its content is not read; {} more skipped since the last line)",
+        config_.resource, what, bytes, config_.maxObjectBytes, suppressed);
 }
 
 }  // namespace okna::k8s

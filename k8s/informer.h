@@ -6,6 +6,7 @@
 // lost across it. Failures back off with jitter; 401/403 name the missing permission.
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
@@ -17,6 +18,7 @@
 
 #include "core/backoff.h"
 #include "core/clock.h"
+#include "core/listener_guard.h"
 #include "core/metrics.h"
 #include "k8s/api_client.h"
 
@@ -39,6 +41,16 @@ struct InformerConfig {
   // An informer that has neither completed a LIST nor kept a WATCH open for this long while
   // failing reports itself failing (health(), okna_k8s_informer_failing), until it recovers.
   std::chrono::seconds failingAfter{60};
+  // The most bytes of one LIST page (the request fails over it, with an error naming the limit,
+  // and is retried as any failed LIST).
+  std::size_t maxListBytes = kDefaultMaxListBytes;
+  // The most bytes of one object: a watch event (one line of the stream) or an item of a LIST
+  // over it is skipped (logged without its content, rate-limited; counted in
+  // okna_k8s_informer_skipped_total), and the informer goes on.
+  std::size_t maxObjectBytes = kDefaultMaxObjectBytes;
+  // Trims an object to what the agent reads before it is stored and handed to the handler (the
+  // Pods: k8s::trimPod); empty: whole objects.
+  std::function<void(nlohmann::json& object)> keep;
 };
 
 class Informer {
@@ -101,6 +113,10 @@ class Informer {
   // False when the handler failed on an object (logged, counted; kept out of the store).
   bool replace(std::map<std::string, nlohmann::json> fresh);
   void apply(EventType type, const nlohmann::json& object);
+  // The store's gauges: its objects and about their bytes.
+  void countStore();
+  // An object over config_.maxObjectBytes: counted, and logged without its content.
+  void skipped(std::size_t bytes, const char* what);
   void startList() { list(""); }
   std::string watchQuery() const;
   void cancelInFlight();
@@ -135,6 +151,7 @@ class Informer {
   std::optional<TimePoint> watchOpenedAt_;
   unsigned watchEvents_ = 0;
   bool reportedFailing_ = false;
+  core::LogThrottle skipLog_;
   std::chrono::milliseconds retryDelay_{0};
   std::map<std::string, nlohmann::json> items_;
   // Pages of a LIST in progress, its resourceVersion ("": quorum), and whether the page in

@@ -171,6 +171,73 @@ core::Result<PodInfo> parsePod(const json& o, const std::string& where) {
   return p;
 }
 
+namespace {
+
+// Copies from[key] when present, whatever its type: parsePod names a wrong one as before.
+void copyField(const json& from, json& to, const char* key) {
+  if (auto it = from.find(key); it != from.end()) to[key] = *it;
+}
+
+// The object at `key` with only `keep(object, into)`'s fields; another type is copied as is.
+template <typename F>
+void copyObject(const json& from, json& to, const char* key, F&& keep) {
+  auto it = from.find(key);
+  if (it == from.end()) return;
+  if (!it->is_object()) {
+    to[key] = *it;
+    return;
+  }
+  json kept = json::object();
+  keep(*it, kept);
+  to[key] = std::move(kept);
+}
+
+void copyContainers(const json& spec, json& to, const char* key) {
+  auto it = spec.find(key);
+  if (it == spec.end()) return;
+  if (!it->is_array()) {
+    to[key] = *it;
+    return;
+  }
+  json list = json::array();
+  for (const json& c : *it) {
+    if (!c.is_object()) {
+      list.push_back(c);
+      continue;
+    }
+    json kept = json::object();
+    copyField(c, kept, "name");
+    copyField(c, kept, "restartPolicy");
+    copyObject(c, kept, "resources",
+               [](const json& r, json& out) { copyField(r, out, "requests"); });
+    list.push_back(std::move(kept));
+  }
+  to[key] = std::move(list);
+}
+
+}  // namespace
+
+void trimPod(json& pod) {
+  if (!pod.is_object()) return;
+  json kept = json::object();
+  copyObject(pod, kept, "metadata", [](const json& m, json& out) {
+    for (const char* key : {"name", "namespace", "uid", "resourceVersion", "deletionTimestamp"})
+      copyField(m, out, key);
+    copyObject(m, out, "labels", [](const json& labels, json& l) {
+      for (const char* key : kPodLabelsRead) copyField(labels, l, key);
+    });
+  });
+  copyObject(pod, kept, "spec", [](const json& spec, json& out) {
+    copyField(spec, out, "nodeName");
+    copyField(spec, out, "overhead");
+    copyContainers(spec, out, "initContainers");
+    copyContainers(spec, out, "containers");
+  });
+  copyObject(pod, kept, "status",
+             [](const json& status, json& out) { copyField(status, out, "phase"); });
+  pod = std::move(kept);
+}
+
 std::string objectKey(const json& o) {
   const auto meta = o.find("metadata");
   if (meta == o.end() || !meta->is_object()) return {};

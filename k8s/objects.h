@@ -54,6 +54,7 @@ struct PodInfo {
   std::string nodeName;
   // status.phase: Pending, Running, Succeeded, Failed, Unknown.
   std::string phase;
+  // What the informer keeps of them: kPodLabelsRead (all, when parsed from a file).
   StringMap labels;
   std::vector<ContainerInfo> initContainers;
   std::vector<ContainerInfo> containers;
@@ -66,6 +67,13 @@ struct PodInfo {
 /** `where` prefixes error messages (a file name, or "watch event"). */
 core::Result<NodeInfo> parseNode(const nlohmann::json& object, const std::string& where = "node");
 core::Result<PodInfo> parsePod(const nlohmann::json& object, const std::string& where = "pod");
+
+/** The labels of a Pod the agent reads (placement/pod_requests.cc: a VM's launcher pod). */
+inline constexpr const char* kPodLabelsRead[] = {"kubevirt.io"};
+
+/** Leaves of a Pod what parsePod reads (of its labels, kubevirt.io only): what the agent keeps
+ *  of the node's pods. A field of an unexpected type is kept as it is, for parsePod to name. */
+void trimPod(nlohmann::json& pod);
 
 /** "namespace/name" (or "name" for cluster-scoped objects): the informer's store key. */
 std::string objectKey(const nlohmann::json& object);

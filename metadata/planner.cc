@@ -59,17 +59,11 @@ bool isIpv4Cidr(const std::string& cidr) {
 
 }  // namespace
 
+// The prefix only: removing every "neutron-" (Python's str.replace in Neutron) would give
+// "neutron-a-neutron-b" and "neutron-a-b" one id, so one namespace and one client index.
 std::string networkIdFromDatapathName(const std::string& name) {
   static const std::string kPrefix = "neutron-";
-  std::string out;
-  for (std::size_t i = 0; i < name.size();) {
-    if (name.compare(i, kPrefix.size(), kPrefix) == 0) {
-      i += kPrefix.size();
-    } else {
-      out += name[i++];
-    }
-  }
-  return out;
+  return name.starts_with(kPrefix) ? name.substr(kPrefix.size()) : name;
 }
 
 std::string macIndexKey(const std::string& mac) {

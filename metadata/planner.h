@@ -110,8 +110,10 @@ std::string macIndexKey(const std::string& mac);
 std::string namespaceNameFor(const std::string& networkId);
 std::string vethNameFor(const std::string& networkId, int end);
 
-/** The network id of a datapath name ("neutron-<uuid>" -> "<uuid>"), as Neutron's
- *  get_network_name_from_datapath (every "neutron-" removed). */
+/** The network id of a datapath name ("neutron-<uuid>" -> "<uuid>"): the "neutron-" prefix
+ *  removed, and only it (Neutron's get_network_name_from_datapath removes every "neutron-",
+ *  which maps two names to one id; for Neutron's own names, a UUID after the prefix, both agree).
+ */
 std::string networkIdFromDatapathName(const std::string& name);
 
 }  // namespace okna::metadata

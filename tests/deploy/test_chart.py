@@ -5,6 +5,7 @@ against the Kubernetes API schema, its config file parsed by the real agent (--d
 """
 import json
 import os
+import re
 import subprocess
 import tempfile
 import unittest
@@ -381,6 +382,17 @@ class TestDefaultProfile(ChartCase):
         self.assertEqual(self.objs["DaemonSet/nocompute"]["spec"]["template"]["spec"]["serviceAccountName"],
                          NOCOMPUTE_SA)
 
+
+    def test_deb_default_grants_what_the_chart_grants(self):
+        # The .deb's /etc/default file tells operators outside Kubernetes what to grant: the
+        # chart's verbs, no more ("nodes ... patch" there once asked for a Node write).
+        with open(os.path.join(ROOT, "packaging", "deb", "default")) as f:
+            text = " ".join(line.lstrip("# ").strip() for line in f)
+        told = {m.group(1): m.group(2).split("/")
+                for m in re.finditer(r"\b(nodes|pods|events) ([a-z]+(?:/[a-z]+)+)", text)}
+        granted = {r["resources"][0]: r["verbs"] for r in self.objs["ClusterRole"]["rules"]}
+        granted.update({r["resources"][0]: r["verbs"] for r in self.objs["Role"]["rules"]})
+        self.assertEqual(told, granted)
     def test_config_file(self):
         cfg = agent_config(self.objs)
         self.assertEqual(cfg["nodeRoles"]["profile"], "default")

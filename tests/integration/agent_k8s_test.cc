@@ -498,6 +498,70 @@ TEST_F(AgentK8sTest, RotatedTokenFileIsReadAgainAfterA401) {
   for (const auto& req : requests()) EXPECT_EQ(req["status"], 200) << req.dump();
 }
 
+// A Pod bound to the node, its size chosen by its author: `padding` bytes of annotation (which
+// the agent never reads).
+std::string podOnLab1(const std::string& name, std::size_t padding) {
+  return json{
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata",
+       {{"name", name},
+        {"namespace", "tenant"},
+        {"annotations", {{"pad", std::string(padding, 'p')}}}}},
+      {"spec",
+       {{"nodeName", "lab-1"},
+        {"containers",
+         {{{"name", "c"}, {"image", "i"}, {"resources", {{"requests", {{"cpu", "10m"}}}}}}}}}}}
+      .dump();
+}
+
+// Whoever may schedule pods onto the node decides their size: the agent keeps of each the fields
+// it reads, skips (and says so) one over the limit of one object (1 MiB), in the LIST as in the
+// watch, and keeps running and ready; what its store holds stays small however large the pods.
+TEST_F(AgentK8sTest, LargePodsAreTrimmedAndAnOversizedOneIsSkipped) {
+  constexpr std::size_t kOverLimit = (1u << 20) + 200000;
+  auto created = server_->admin("POST", "/api/v1/namespaces/tenant/pods",
+                                podOnLab1("huge-listed", kOverLimit), "application/json");
+  ASSERT_EQ(created.status, 201) << created.body;
+  auto agent = startAgent();
+  const std::string skipped = R"(okna_k8s_informer_skipped_total{resource="pods"})";
+  const std::string objects = R"(okna_k8s_informer_objects{resource="pods"})";
+  const std::string bytes = R"(okna_k8s_informer_object_bytes{resource="pods"})";
+  ASSERT_TRUE(waitFor([&] { return agent->get("/readyz").status == 200; }, 20s)) << agent->log();
+  EXPECT_EQ(agent->metric(skipped), 1);
+  EXPECT_EQ(agent->metric(objects), 3) << "lab-1's three pods, not the oversized one";
+  EXPECT_NE(agent->log().find("pods informer: a listed object of about"), std::string::npos);
+
+  // Through the watch: 16 pods of 512 kB each (under the limit: read, then trimmed) and one
+  // over the limit.
+  constexpr int kLarge = 16;
+  for (int i = 0; i < kLarge; ++i) {
+    created =
+        server_->admin("POST", "/api/v1/namespaces/tenant/pods",
+                       podOnLab1("large-" + std::to_string(i), 512 * 1024), "application/json");
+    ASSERT_EQ(created.status, 201) << created.body;
+  }
+  created = server_->admin("POST", "/api/v1/namespaces/tenant/pods",
+                           podOnLab1("huge-watched", kOverLimit), "application/json");
+  ASSERT_EQ(created.status, 201) << created.body;
+  ASSERT_TRUE(waitFor([&] { return agent->metric(objects) == 3 + kLarge; }, 20s))
+      << agent->metric(objects) << "\n"
+      << agent->log();
+  ASSERT_TRUE(waitFor([&] { return agent->metric(skipped) == 2; }, 20s)) << agent->log();
+  // Its line waits for the rate limit (one per 10 s): the next says how many were not logged.
+  const std::string log = agent->log();
+  EXPECT_EQ(log.find("ppppppppppppppppppppppppp"), std::string::npos) << "a pod's content logged";
+  // 8 MiB of pods went through; the store holds about a few hundred bytes of each.
+  EXPECT_LT(agent->metric(bytes), (3 + kLarge) * 1024) << agent->metric(bytes);
+  EXPECT_GT(agent->metric(bytes), 0);
+  // Still the same process, ready, watching, with no relist for it.
+  EXPECT_TRUE(agent->process().running());
+  EXPECT_EQ(agent->get("/readyz").status, 200);
+  EXPECT_EQ(agent->metric(R"(okna_k8s_informer_relists_total{reason="decode",resource="pods"})"),
+            0);
+  EXPECT_EQ(openWatches(), 2);
+}
+
 // A network-only agent (the chart's nocompute DaemonSet) runs with Placement off: it neither
 // watches nor lists Pods, so its service account needs no pods access at all (deploy/helm).
 TEST_F(AgentK8sTest, WithPlacementOffThePodsAreNeitherWatchedNorNeeded) {

@@ -93,6 +93,22 @@ TEST_F(BeastHttpClientTest, KeepsOnlyTheResponseHeadersAskedFor) {
   EXPECT_EQ(some->body.empty(), all->body.empty());
 }
 
+// As the curl client: a body over the request's limit fails, naming the limit; 0 is none.
+TEST_F(BeastHttpClientTest, AResponseOverItsLimitFailsNamingTheLimit) {
+  HttpRequest r;
+  r.url = url("/_control/stats");
+  r.maxResponseBytes = 10;
+  auto res = call(r);
+  ASSERT_FALSE(res.ok());
+  EXPECT_NE(res.error().message.find("larger than its limit of 10 bytes"), std::string::npos)
+      << res.error().message;
+  EXPECT_EQ(res.error().code, CURLE_FILESIZE_EXCEEDED);
+  r.maxResponseBytes = 0;
+  res = call(r);
+  ASSERT_TRUE(res.ok()) << res.error().message;
+  EXPECT_GT(res->body.size(), 10u);
+}
+
 TEST_F(BeastHttpClientTest, HeadHasNoBody) {
   HttpRequest r;
   r.method = "HEAD";

@@ -1,6 +1,7 @@
 // What a client on the node's network reaches of the agent's HTTP listeners, with their default
-// addresses (health.listen 0.0.0.0:19874, health.adminListen 127.0.0.1:19875): the probes, and
-// neither /metrics nor /debug/plan (which name networks, VM addresses, the OVS configuration).
+// addresses (health.listen 0.0.0.0:19874, health.adminListen 127.0.0.1:19875): the probes,
+// without the detail of their checks, and neither /metrics nor /debug/plan (which name
+// networks, VM addresses, the OVS configuration).
 // The "node" is a network namespace with one veth to a "client" namespace, on TEST-NET-1
 // (192.0.2.0/24, RFC 5737), both created and deleted here; no packet leaves them. Sockets belong
 // to the namespace of the thread that creates them, so the servers run on a loop thread and each
@@ -214,6 +215,39 @@ TEST_F(HealthListenersNetns, TheNodesNetworkReachesTheProbesOnly) {
       << onNode.first.body;
   EXPECT_EQ(onNode.second.status, 200);
   EXPECT_EQ(nlohmann::json::parse(onNode.second.body)["networks"][0], "net-1");
+}
+
+// Why a check fails names VM ports, namespaces, the Keystone URL, the Southbound: a client on the
+// node's network reads the check names and ok/failed only, with or without ?verbose; the node
+// itself (loopback, or its own address as the kubelet probes it) and the admin listener read why.
+TEST_F(HealthListenersNetns, OnlyTheNodeItselfReadsWhyACheckFails) {
+  ASSERT_NO_FATAL_FAILURE(startDefaultListeners());
+  const std::string why =
+      "network 5f1c9a: ovnmeta-5f1c9a: VM port 0d3e-iface lost; Southbound tcp:10.0.0.5:6642";
+  health_.addComponent("metadata");
+  health_.setReady("metadata", false, why);
+
+  const auto fromNetwork = inNamespace(client_, [&] {
+    return std::make_pair(get(kNodeAddress, healthPort_, "/readyz"),
+                          get(kNodeAddress, healthPort_, "/readyz?verbose"));
+  });
+  for (const Got& g : {fromNetwork.first, fromNetwork.second}) {
+    EXPECT_EQ(g.status, 503);
+    EXPECT_EQ(g.body, "[-]metadata failed\n[+]node-informer ok\nreadyz check failed\n");
+  }
+
+  struct OnNode {
+    Got loopback, ownAddress, admin;
+  };
+  const OnNode onNode = inNamespace(node_, [&] {
+    return OnNode{get("127.0.0.1", healthPort_, "/readyz"),
+                  get(kNodeAddress, healthPort_, "/readyz?verbose"),
+                  get("127.0.0.1", adminPort_, "/readyz?verbose")};
+  });
+  for (const Got& g : {onNode.loopback, onNode.ownAddress, onNode.admin}) {
+    EXPECT_EQ(g.status, 503);
+    EXPECT_NE(g.body.find("[-]metadata failed: " + why + "\n"), std::string::npos) << g.body;
+  }
 }
 
 // A client on the network that holds health.maxConnections connections gets no more, and the

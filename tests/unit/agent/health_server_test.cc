@@ -26,6 +26,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using Endpoints = HealthServerOptions::Endpoints;
+constexpr auto kThisHost = HealthServer::Peer::ThisHost;
+constexpr auto kOtherHost = HealthServer::Peer::OtherHost;
 using testing::getRequest;
 using testing::LoopThread;
 using testing::RawClient;
@@ -95,15 +97,16 @@ TEST(HealthServerTest, ReadyzFollowsComponents) {
   HealthServer server(io, clock, health, metrics, nullptr, probes());
   health.addComponent("node-informer");
   health.addComponent("pod-informer");
-  auto r = server.handle("/readyz");
+  auto r = server.handle("/readyz", kThisHost);
   EXPECT_EQ(r.status, 503u);
   EXPECT_NE(r.body.find("[-]node-informer failed: not synced yet"), std::string::npos) << r.body;
   health.setReady("node-informer", true);
-  EXPECT_EQ(server.handle("/readyz").status, 503u);
+  EXPECT_EQ(server.handle("/readyz", kThisHost).status, 503u);
   health.setReady("pod-informer", true);
-  EXPECT_EQ(server.handle("/readyz").status, 200u);
-  EXPECT_EQ(server.handle("/readyz").body, "ok");
-  EXPECT_NE(server.handle("/readyz?verbose").body.find("[+]pod-informer ok"), std::string::npos);
+  EXPECT_EQ(server.handle("/readyz", kThisHost).status, 200u);
+  EXPECT_EQ(server.handle("/readyz", kThisHost).body, "ok");
+  EXPECT_NE(server.handle("/readyz?verbose", kThisHost).body.find("[+]pod-informer ok"),
+            std::string::npos);
 }
 
 // What a ready component works around (placement/README.md: a child Placement refuses to
@@ -116,13 +119,13 @@ TEST(HealthServerTest, VerboseShowsTheDetailOfPassingChecks) {
   HealthServer server(io, clock, health, metrics, nullptr, probes());
   health.addComponent("placement");
   health.setReady("placement", true, "provider n1 up to date; cannot delete n1:hugepages-1Gi");
-  auto r = server.handle("/readyz?verbose");
+  auto r = server.handle("/readyz?verbose", kThisHost);
   EXPECT_EQ(r.status, 200u);
   EXPECT_NE(
       r.body.find("[+]placement ok: provider n1 up to date; cannot delete n1:hugepages-1Gi\n"),
       std::string::npos)
       << r.body;
-  EXPECT_EQ(server.handle("/readyz").body, "ok");
+  EXPECT_EQ(server.handle("/readyz", kThisHost).body, "ok");
 }
 
 TEST(HealthServerTest, HealthzFailsWhenAHeartbeatStops) {
@@ -138,8 +141,8 @@ TEST(HealthServerTest, HealthzFailsWhenAHeartbeatStops) {
   EXPECT_FALSE(health.live(later));
   EXPECT_TRUE(health.liveness(later)[1].ok);
   health.addHeartbeat("event-loop", std::chrono::hours(1));
-  EXPECT_EQ(server.handle("/healthz").status, 200u);
-  EXPECT_EQ(server.handle("/livez").status, 200u);
+  EXPECT_EQ(server.handle("/healthz", kThisHost).status, 200u);
+  EXPECT_EQ(server.handle("/livez", kThisHost).status, 200u);
 }
 
 TEST(HealthServerTest, AdminServesMetricsAndPlan) {
@@ -154,18 +157,61 @@ TEST(HealthServerTest, AdminServesMetricsAndPlan) {
         return nlohmann::json{{"roles", {"compute"}}};
       },
       admin());
-  auto m = server.handle("/metrics");
+  auto m = server.handle("/metrics", kThisHost);
   EXPECT_EQ(m.status, 200u);
   EXPECT_EQ(m.contentType, "text/plain; version=0.0.4; charset=utf-8");
   EXPECT_NE(m.body.find("okna_test_total 1"), std::string::npos);
   EXPECT_NE(m.body.find("okna_health_connections_refused_total{listener=\"admin\"} 0"),
             std::string::npos)
       << m.body;
-  EXPECT_EQ(nlohmann::json::parse(server.handle("/debug/plan").body)["roles"][0], "compute");
-  EXPECT_EQ(server.handle("/nope").status, 404u);
-  // The probes are the other listener's.
-  EXPECT_EQ(server.handle("/healthz").status, 404u);
-  EXPECT_EQ(server.handle("/readyz").status, 404u);
+  EXPECT_EQ(nlohmann::json::parse(server.handle("/debug/plan", kThisHost).body)["roles"][0],
+            "compute");
+  EXPECT_EQ(server.handle("/nope", kThisHost).status, 404u);
+  // The liveness probes are the other listener's.
+  EXPECT_EQ(server.handle("/healthz", kThisHost).status, 404u);
+  EXPECT_EQ(server.handle("/livez", kThisHost).status, 404u);
+}
+
+// The admin listener tells why a check fails to whoever reaches it (it serves the plan, which
+// says more): the operator's place to read it when the probes' port tells other hosts nothing.
+TEST(HealthServerTest, AdminServesReadyzWithEveryDetail) {
+  boost::asio::io_context io;
+  core::AsioClock clock(io);
+  core::HealthRegistry health;
+  core::MetricsRegistry metrics;
+  HealthServer server(io, clock, health, metrics, nullptr, admin());
+  health.addComponent("placement");
+  health.setReady("placement", false, "Keystone https://keystone.example/v3: 401");
+  for (const auto peer : {kThisHost, kOtherHost}) {
+    const auto r = server.handle("/readyz", peer);
+    EXPECT_EQ(r.status, 503u);
+    EXPECT_EQ(r.body,
+              "[-]placement failed: Keystone https://keystone.example/v3: 401\n"
+              "readyz check failed\n");
+  }
+}
+
+// On the probes' listener another host reads the names and ok/failed; this host reads why.
+TEST(HealthServerTest, ProbesTellWhyToThisHostOnly) {
+  boost::asio::io_context io;
+  core::AsioClock clock(io);
+  core::HealthRegistry health;
+  core::MetricsRegistry metrics;
+  HealthServer server(io, clock, health, metrics, nullptr, probes());
+  health.addComponent("metadata");
+  health.setReady("metadata", false, "VM port 0d3e lost; ovnmeta-5f1c");
+  health.addComponent("placement");
+  health.setReady("placement", true, "provider n1 up to date");
+  const std::string names = "[-]metadata failed\n[+]placement ok\nreadyz check failed\n";
+  EXPECT_EQ(server.handle("/readyz", kOtherHost).body, names);
+  EXPECT_EQ(server.handle("/readyz?verbose", kOtherHost).body, names);
+  EXPECT_EQ(server.handle("/readyz", kThisHost).body,
+            "[-]metadata failed: VM port 0d3e lost; ovnmeta-5f1c\n"
+            "[+]placement ok: provider n1 up to date\nreadyz check failed\n");
+  health.setReady("metadata", true);
+  EXPECT_EQ(server.handle("/readyz", kOtherHost).body, "ok");
+  EXPECT_EQ(server.handle("/readyz?verbose", kOtherHost).body,
+            "[+]metadata ok\n[+]placement ok\nreadyz check passed\n");
 }
 
 // What the node's network reaches (health.listen) names no network, address or OVS setting.
@@ -181,7 +227,7 @@ TEST(HealthServerTest, ProbesListenerDoesNotServeMetricsOrPlan) {
       },
       probes());
   for (const char* path : {"/metrics", "/debug/plan", "/debug/plan?x", "/metrics/"}) {
-    const auto r = server.handle(path);
+    const auto r = server.handle(path, kThisHost);
     EXPECT_EQ(r.status, 404u) << path;
     EXPECT_EQ(r.body, "not found\n") << path;
   }
@@ -312,6 +358,63 @@ TEST_F(LiveServer, AFloodFromOtherHostsLeavesThisHostsProbesServed) {
   RawClient overLocalCap(server_->port());
   EXPECT_TRUE(overLocalCap.closedByPeer(5s));
   EXPECT_EQ(counter("okna_health_connections_refused_total"), 2);
+}
+
+// What a failing check says names VM ports, namespaces, URLs: only this host reads it. A client
+// from another address (127.0.0.2 to the server on 127.0.0.1) gets the check names and ok or
+// failed, with or without ?verbose.
+TEST_F(LiveServer, ReadyzTellsOtherHostsNoDetail) {
+  health_.addComponent("metadata");
+  health_.setReady("metadata", false, "network 5f1c: ovnmeta-5f1c missing; VM port tap9 lost");
+  health_.addComponent("node-informer");
+  health_.setReady("node-informer", true, "synced at https://10.0.0.1:6443");
+  start(probes());
+  const auto get = [&](const char* source, const std::string& path) {
+    RawClient c(server_->port(), "127.0.0.1", source);
+    EXPECT_TRUE(c.send(getRequest(path)));
+    const auto r = c.read(5s);
+    return r ? *r : testing::RawResponse{};
+  };
+  for (const char* path : {"/readyz", "/readyz?verbose"}) {
+    const auto remote = get("127.0.0.2", path);
+    EXPECT_EQ(remote.status, 503) << path;
+    EXPECT_EQ(remote.body, "[-]metadata failed\n[+]node-informer ok\nreadyz check failed\n")
+        << path;
+    const auto local = get(nullptr, path);
+    EXPECT_EQ(local.status, 503) << path;
+    EXPECT_NE(local.body.find("[-]metadata failed: network 5f1c: ovnmeta-5f1c missing"),
+              std::string::npos)
+        << path << ": " << local.body;
+    EXPECT_NE(local.body.find("[+]node-informer ok: synced at https://10.0.0.1:6443"),
+              std::string::npos)
+        << path << ": " << local.body;
+  }
+  health_.setReady("metadata", true, "3 network(s) serving metadata");
+  EXPECT_EQ(get("127.0.0.2", "/readyz").body, "ok");
+  EXPECT_EQ(get("127.0.0.2", "/readyz?verbose").body,
+            "[+]metadata ok\n[+]node-informer ok\nreadyz check passed\n");
+  EXPECT_NE(get(nullptr, "/readyz?verbose").body.find("3 network(s) serving metadata"),
+            std::string::npos);
+}
+
+// Liveness the same way: why a thread stopped (an exception's message) is this host's.
+TEST_F(LiveServer, HealthzTellsOtherHostsNoDetail) {
+  health_.addHeartbeat("event-loop", std::chrono::hours(1));
+  health_.addHeartbeat("okna-netns-work", std::chrono::hours(1));
+  health_.stopped("okna-netns-work", "setns(/run/netns/ovnmeta-5f1c): EINVAL");
+  start(probes());
+  RawClient remote(server_->port(), "127.0.0.1", "127.0.0.2");
+  ASSERT_TRUE(remote.send(getRequest("/healthz")));
+  const auto r = remote.read(5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 500);
+  EXPECT_EQ(r->body.find("ovnmeta"), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("okna-netns-work failed"), std::string::npos) << r->body;
+  RawClient local(server_->port());
+  ASSERT_TRUE(local.send(getRequest("/healthz")));
+  const auto l = local.read(5s);
+  ASSERT_TRUE(l.has_value());
+  EXPECT_NE(l->body.find("setns(/run/netns/ovnmeta-5f1c): EINVAL"), std::string::npos) << l->body;
 }
 
 // One byte at a time, each well within any per-read timeout: the deadline covers the request.

@@ -5,12 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/buffers_iterator.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/streambuf.hpp>
 #include <boost/asio/write.hpp>
+#include <cstdio>
 #include <map>
 #include <memory>
 
@@ -125,6 +127,79 @@ Result<HttpResponse> upload(asio::io_context& io, BodyReadingServer& server, std
 const char* kOk =
     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 12\r\n"
     "Connection: close\r\n\r\n{\"a\":\"b\"}\n\n\n";
+
+// One GET of `server` with `limit`; streamed through onData when `streamed`. Runs the loop until
+// the transfer is done (30 s: the bound of a hang).
+Result<HttpResponse> getWithLimit(asio::io_context& io, const std::string& url, std::size_t limit,
+                                  bool streamed = false, std::size_t* streamedBytes = nullptr) {
+  CurlHttpClient http(io);
+  HttpRequest r;
+  r.url = url;
+  r.maxResponseBytes = limit;
+  std::optional<Result<HttpResponse>> done;
+  HttpCallbacks cb;
+  if (streamed)
+    cb.onData = [streamedBytes](std::string_view data) {
+      if (streamedBytes != nullptr) *streamedBytes += data.size();
+    };
+  cb.onDone = [&](Result<HttpResponse> res) {
+    done = std::move(res);
+    io.stop();
+  };
+  http.send(r, std::move(cb));
+  io.run_for(std::chrono::seconds(30));
+  io.restart();
+  if (!done) return makeError("the loop stopped before the transfer was done");
+  return std::move(*done);
+}
+
+std::string answerOf(std::size_t bodyBytes, bool chunked) {
+  const std::string body(bodyBytes, 'x');
+  if (!chunked)
+    return "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) +
+           "\r\nConnection: close\r\n\r\n" + body;
+  // No length announced: the limit can only be found while reading.
+  std::string out = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+  for (std::size_t at = 0; at < body.size(); at += 1000) {
+    const std::size_t n = std::min<std::size_t>(1000, body.size() - at);
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx\r\n", n);
+    out += size + body.substr(at, n) + "\r\n";
+  }
+  return out + "0\r\n\r\n";
+}
+
+// A peer (or whoever controls what it serves) cannot make the agent hold more than the
+// request's limit: over it the request fails with an error that names the limit.
+TEST(CurlHttpClientTest, AResponseOverItsLimitFailsNamingTheLimit) {
+  EXPECT_EQ(HttpRequest{}.maxResponseBytes, std::size_t{16} << 20);
+  for (const bool chunked : {false, true}) {
+    for (const bool streamed : {false, true}) {
+      asio::io_context io;
+      OneShotServer server(io, answerOf(50000, chunked));
+      std::size_t seen = 0;
+      const auto r = getWithLimit(io, server.url(), 20000, streamed, &seen);
+      ASSERT_FALSE(r.ok()) << "chunked " << chunked << " streamed " << streamed;
+      EXPECT_NE(r.error().message.find("larger than its limit of 20000 bytes"), std::string::npos)
+          << r.error().message;
+      EXPECT_EQ(r.error().code, CURLE_FILESIZE_EXCEEDED);
+      EXPECT_LE(seen, 20000u);
+    }
+  }
+}
+
+TEST(CurlHttpClientTest, AResponseWithinItsLimitOrWithoutOneIsRead) {
+  for (const bool chunked : {false, true}) {
+    asio::io_context io;
+    OneShotServer server(io, answerOf(20000, chunked));
+    const auto atLimit = getWithLimit(io, server.url(), 20000);
+    ASSERT_TRUE(atLimit.ok()) << atLimit.error().message;
+    EXPECT_EQ(atLimit->body.size(), 20000u);
+    const auto unlimited = getWithLimit(io, server.url(), 0);
+    ASSERT_TRUE(unlimited.ok()) << unlimited.error().message;
+    EXPECT_EQ(unlimited->body.size(), 20000u);
+  }
+}
 
 TEST(CurlHttpClientTest, ACallbackThatThrowsFailsItsTransferNotTheLoop) {
   asio::io_context io;

@@ -50,7 +50,7 @@ TEST(ApiClientTest, WatchSplitsLinesAndKeepsErrorBodies) {
   api.watch("/api/v1/pods?watch=true", std::chrono::seconds(5),
             {[&](std::string_view l) { lines.emplace_back(l); },
              [&](core::Result<core::HttpResponse> r) { done = *r; },
-             [&](long status) { opened.push_back(status); }});
+             [&](long status) { opened.push_back(status); }, nullptr});
   auto p = http.next();
   p->stream(200, {"{\"type\":\"A\"}\n{\"ty", "pe\":\"B\"}\n"});
   p->finish();
@@ -60,7 +60,7 @@ TEST(ApiClientTest, WatchSplitsLinesAndKeepsErrorBodies) {
   api.watch("/api/v1/pods?watch=true", std::chrono::seconds(5),
             {[&](std::string_view l) { lines.emplace_back(l); },
              [&](core::Result<core::HttpResponse> r) { done = *r; },
-             [&](long status) { opened.push_back(status); }});
+             [&](long status) { opened.push_back(status); }, nullptr});
   auto q = http.next();
   q->stream(400, {"{\"kind\":\"Status\",", "\"message\":\"field label not supported\"}\n"});
   q->finish();
@@ -70,6 +70,46 @@ TEST(ApiClientTest, WatchSplitsLinesAndKeepsErrorBodies) {
             "HTTP 400 on watch pods: field label not supported");
   // The status line of each, as soon as it is in (a 200 is an open stream).
   EXPECT_EQ(opened, (std::vector<long>{200, 400}));
+}
+
+// A watch streams for minutes: no limit on the whole, one on each line (one event). A longer line
+// is never held: its bytes are counted and dropped, and the watch goes on with the next line.
+TEST(ApiClientTest, AWatchLineOverTheLimitIsReportedBySizeAndSkipped) {
+  FakeHttpClient http;
+  ApiClient api(http, cluster());
+  std::vector<std::string> lines;
+  std::vector<std::size_t> tooLong;
+  ApiClient::WatchCallbacks cb;
+  cb.onLine = [&](std::string_view l) { lines.emplace_back(l); };
+  cb.onLineTooLong = [&](std::size_t bytes) { tooLong.push_back(bytes); };
+  api.watch("/api/v1/pods?watch=true", std::chrono::seconds(5), cb, 10);
+  auto p = http.next();
+  EXPECT_EQ(p->request.maxResponseBytes, 0u);
+  const std::string big(25, 'x');
+  p->stream(200, {"{\"a\":1}\n" + big.substr(0, 4), big.substr(4, 12),
+                  big.substr(16) + "\n{\"b\":2}\n", std::string(10, 'y') + "\n"});
+  p->finish();
+  EXPECT_EQ(lines, (std::vector<std::string>{"{\"a\":1}", "{\"b\":2}", std::string(10, 'y')}));
+  EXPECT_EQ(tooLong, (std::vector<std::size_t>{25}));
+
+  // A refused watch's body is kept for its message, up to the same limit.
+  api.watch("/api/v1/pods?watch=true", std::chrono::seconds(5),
+            {nullptr, [&](core::Result<core::HttpResponse> r) { lines.push_back(r->body); },
+             nullptr, nullptr},
+            10);
+  auto q = http.next();
+  q->stream(403, {std::string(8, 'a'), std::string(8, 'b')});
+  q->finish();
+  EXPECT_EQ(lines.back(), "aaaaaaaabb");
+}
+
+TEST(ApiClientTest, AGetCarriesItsResponseLimit) {
+  FakeHttpClient http;
+  ApiClient api(http, cluster());
+  api.get("/api/v1/pods", nullptr);
+  api.get("/api/v1/pods", nullptr, {}, 1234);
+  EXPECT_EQ(http.all()[0]->request.maxResponseBytes, core::kDefaultMaxResponseBytes);
+  EXPECT_EQ(http.all()[1]->request.maxResponseBytes, 1234u);
 }
 
 TEST(EventRecorderTest, RepeatsArePatchedNotRecreated) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/io_context.hpp>
+#include <functional>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -39,7 +40,8 @@ class InformerTest : public ::testing::Test {
     return c;
   }
 
-  std::unique_ptr<Informer> make(std::string resource, std::string path, std::string selector) {
+  std::unique_ptr<Informer> make(std::string resource, std::string path, std::string selector,
+                                 const std::function<void(InformerConfig&)>& tweak = {}) {
     InformerConfig c;
     c.resource = std::move(resource);
     c.path = std::move(path);
@@ -49,6 +51,7 @@ class InformerTest : public ::testing::Test {
     // 1 s, 2 s, 4 s, then 8 s, without jitter: every retry is due at a known instant.
     c.backoff = {1s, 8s, 2.0, 0.0};
     c.failingAfter = std::chrono::seconds(60);
+    if (tweak) tweak(c);
     Informer::Handler h;
     h.onEvent = [this](Informer::EventType t, const json& o) {
       seen_.push_back({toString(t), objectKey(o), o["metadata"].value("resourceVersion", "")});
@@ -187,6 +190,89 @@ TEST_F(InformerTest, ListThenWatchRecordedStreamInArbitraryPieces) {
   ASSERT_TRUE(again) << "at once";
   EXPECT_EQ(param(again->request.url, "resourceVersion"), informer->resourceVersion());
   EXPECT_EQ(param(again->request.url, "watch"), "true");
+}
+
+// One watch event (one line) over maxObjectBytes is not read: skipped, counted, said, and the
+// watch goes on with the next event; the store keeps what it had.
+TEST_F(InformerTest, AWatchEventOverTheObjectLimitIsSkippedAndTheWatchGoesOn) {
+  auto informer = make("pods", "/api/v1/pods", "spec.nodeName=n1",
+                       [](InformerConfig& c) { c.maxObjectBytes = 300; });
+  informer->start();
+  nextRequest()->reply(200, list("10", {{"a", "5"}}));
+  auto watch = nextRequest();
+  ASSERT_TRUE(watch);
+  EXPECT_EQ(watch->request.maxResponseBytes, 0u) << "a watch bounds each line, not the stream";
+  const auto event = [](const std::string& type, const std::string& name, const std::string& rv,
+                        std::size_t padding = 0) {
+    json o = {{"metadata", {{"name", name}, {"resourceVersion", rv}}}};
+    if (padding > 0) o["metadata"]["annotations"]["pad"] = std::string(padding, 'p');
+    return json{{"type", type}, {"object", o}}.dump() + "\n";
+  };
+  const std::string stream =
+      event("MODIFIED", "a", "11") + event("ADDED", "big", "12", 1000) + event("ADDED", "c", "13");
+  watch->stream(200, {stream.substr(0, 100), stream.substr(100, 500), stream.substr(600)});
+  ASSERT_EQ(seen_.size(), 3u);
+  EXPECT_EQ(seen_[1].type + " " + seen_[1].key, "MODIFIED a");
+  EXPECT_EQ(seen_[2].type + " " + seen_[2].key, "ADDED c");
+  EXPECT_EQ(informer->items().count("big"), 0u);
+  EXPECT_EQ(informer->resourceVersion(), "13");
+  EXPECT_EQ(metric(R"(okna_k8s_informer_skipped_total{resource="pods"})"), "1");
+  EXPECT_EQ(metric(R"(okna_k8s_informer_relists_total{reason="decode",resource="pods"})"), "0");
+  EXPECT_EQ(sentNow(), nullptr) << "the watch goes on: no relist, no new watch";
+}
+
+// A LIST page has its own limit on the request; in it, an object over maxObjectBytes is skipped
+// as its watch event would be.
+TEST_F(InformerTest, AListedObjectOverTheObjectLimitIsSkipped) {
+  auto informer = make("pods", "/api/v1/pods", "spec.nodeName=n1", [](InformerConfig& c) {
+    c.maxObjectBytes = 300;
+    c.maxListBytes = 5000;
+  });
+  informer->start();
+  auto listReq = nextRequest();
+  ASSERT_TRUE(listReq);
+  EXPECT_EQ(listReq->request.maxResponseBytes, 5000u);
+  json body = json::parse(list("10", {{"a", "5"}, {"big", "6"}, {"c", "7"}}));
+  body["items"][1]["metadata"]["annotations"]["pad"] = std::string(1000, 'p');
+  listReq->reply(200, body.dump());
+  EXPECT_TRUE(informer->hasSynced());
+  EXPECT_EQ(informer->items().size(), 2u);
+  EXPECT_EQ(informer->items().count("big"), 0u);
+  EXPECT_EQ(metric(R"(okna_k8s_informer_skipped_total{resource="pods"})"), "1");
+  EXPECT_EQ(metric(R"(okna_k8s_informer_objects{resource="pods"})"), "2");
+}
+
+// With `keep`, the store holds only what it leaves of each object (the agent's Pods: the fields
+// it reads), from a LIST and from a watch; a relist of the same objects changes nothing.
+TEST_F(InformerTest, KeepTrimsEveryStoredObject) {
+  auto informer = make("pods", "/api/v1/pods", "spec.nodeName=n1",
+                       [](InformerConfig& c) { c.keep = [](json& o) { o.erase("spec"); }; });
+  informer->start();
+  json body = json::parse(list("10", {{"a", "5"}}));
+  body["items"][0]["spec"] = {{"containers", {{{"env", std::string(5000, 'e')}}}}};
+  nextRequest()->reply(200, body.dump());
+  ASSERT_EQ(informer->items().size(), 1u);
+  EXPECT_FALSE(informer->items().at("a").contains("spec"));
+  const double bytes = std::stod(metric(R"(okna_k8s_informer_object_bytes{resource="pods"})"));
+  EXPECT_GT(bytes, 0);
+  EXPECT_LT(bytes, 200);
+  auto watch = nextRequest();
+  json event = {{"type", "ADDED"},
+                {"object",
+                 {{"metadata", {{"name", "b"}, {"resourceVersion", "11"}}},
+                  {"spec", {{"nodeName", std::string(5000, 'n')}}}}}};
+  watch->stream(200, {event.dump() + "\n"});
+  EXPECT_FALSE(informer->items().at("b").contains("spec"));
+  EXPECT_LT(std::stod(metric(R"(okna_k8s_informer_object_bytes{resource="pods"})")), 400);
+  // A relist of the same objects: nothing changed, no MODIFIED.
+  const std::size_t before = seen_.size();
+  watch->stream(200, {R"({"type":"ERROR","object":{"code":410,"message":"too old"}})"
+                      "\n"});
+  json again = json::parse(list("12", {{"a", "5"}, {"b", "11"}}));
+  again["items"][0]["spec"] = body["items"][0]["spec"];
+  again["items"][1]["spec"] = event["object"]["spec"];
+  nextRequest()->reply(200, again.dump());
+  EXPECT_EQ(seen_.size(), before);
 }
 
 TEST_F(InformerTest, ExpiredWatchRelistsWithoutLosingEvents) {

@@ -300,7 +300,18 @@ TEST(MetadataPlanner, NotSyncedIsCarriedWithItsReason) {
 TEST(MetadataPlanner, DatapathNameWithoutNeutronPrefixIsUsedAsIs) {
   EXPECT_EQ(networkIdFromDatapathName("neutron-abc"), "abc");
   EXPECT_EQ(networkIdFromDatapathName("abc"), "abc");
-  EXPECT_EQ(networkIdFromDatapathName("neutron-a-neutron-b"), "a-b");
+  // Only the prefix goes: a "neutron-" further in is part of the id.
+  EXPECT_EQ(networkIdFromDatapathName("neutron-a-neutron-b"), "a-neutron-b");
+  EXPECT_EQ(networkIdFromDatapathName("a-neutron-b"), "a-neutron-b");
+}
+
+// Two datapaths, one network id each: removing every "neutron-" made "neutron-a-neutron-b" and
+// "neutron-a-b" one network, so one namespace and one client index would have mixed the VMs of
+// both (a VM of one could be answered as a VM of the other).
+TEST(MetadataPlanner, TwoDatapathNamesNeverMapToOneNetwork) {
+  EXPECT_NE(networkIdFromDatapathName("neutron-a-neutron-b"),
+            networkIdFromDatapathName("neutron-a-b"));
+  EXPECT_NE(networkIdFromDatapathName("neutron-neutron-x"), networkIdFromDatapathName("neutron-x"));
 }
 
 }  // namespace
