@@ -42,7 +42,7 @@ MetadataLimits parseLimits(const YamlField& f) {
   f.expectKeys({"maxConnectionsPerNamespace", "maxRequestHeaderBytes", "maxBodyBytes",
                 "maxInFlightPerNamespace", "requestDeadlineSeconds", "headerTimeoutSeconds",
                 "idleTimeoutSeconds", "maxConnectionsPerClient", "maxInFlightPerClient",
-                "busyIdleTimeoutSeconds", "maxConnectionsTotal"});
+                "busyIdleTimeoutSeconds", "maxConnectionsTotal", "projectShare"});
   MetadataLimits l;
   if (auto v = f.get("maxConnectionsPerNamespace"))
     l.maxConnectionsPerNamespace = v->asInt(1, 100000);
@@ -57,6 +57,7 @@ MetadataLimits parseLimits(const YamlField& f) {
   if (auto v = f.get("maxInFlightPerClient")) l.maxInFlightPerClient = v->asInt(1, 100000);
   if (auto v = f.get("busyIdleTimeoutSeconds")) l.busyIdleTimeout = seconds(*v, 0.001, 86400);
   if (auto v = f.get("maxConnectionsTotal")) l.maxConnectionsTotal = v->asInt(0, 10000000);
+  if (auto v = f.get("projectShare")) l.projectShare = v->asDouble(0.01, 1);
   return l;
 }
 

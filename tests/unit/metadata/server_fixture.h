@@ -1,8 +1,13 @@
 #pragma once
 // The fixture of the MetadataServer unit tests: the server on 127.0.0.1 on its own loop thread,
-// a scripted Nova (FakeHttpClient), a port table the test fills (StaticLookup).
+// a scripted Nova (FakeHttpClient), a port table the test fills (StaticLookup). Other VMs
+// connect from 127.0.0.2, 127.0.0.3... (RawClient's source address).
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <list>
+#include <string>
 
 #include "core/clock.h"
 #include "core/metrics.h"
@@ -22,6 +27,8 @@ using okna::testing::waitFor;
 
 inline const std::string kNet = "6f1e4c3a-1111-2222-3333-444455556666";
 inline const InstancePort kVm{"lport-1", "4b1a0cc0-7c2d-4e6a-9a9b-1a2b3c4d5e6f", "project-1", ""};
+// The same VM's port without an instance: its requests are answered 404 without asking Nova.
+inline const InstancePort kNoInstance{"lport-1", "", "project-1", ""};
 
 class ServerTest : public ::testing::Test {
  protected:
@@ -63,12 +70,25 @@ class ServerTest : public ::testing::Test {
   std::size_t connections() {
     return loop_.run([&] { return server_->connectionCount(kNet); });
   }
+  // Registers VM `n`, connecting from 127.0.0.n, as a port of its own in `project`; without
+  // `instance` its port has no device_id (404 without Nova). Returns its address.
+  std::string addVm(int n, const std::string& project, bool instance = true) {
+    const std::string ip = "127.0.0." + std::to_string(n);
+    const auto& port = strings_.emplace_back("lport-" + std::to_string(n));
+    const auto& device =
+        strings_.emplace_back(instance ? fmt::format("4b1a0cc0-7c2d-4e6a-9a9b-{:012}", n) : "");
+    const auto& owner = strings_.emplace_back(project);
+    lookup_.setPort(kNet, ip, {port, device, owner, ""});
+    return ip;
+  }
   double metric(const std::string& line) {
     const std::string text = loop_.run([&] { return metrics_.render(); });
     const auto pos = text.find("\n" + line + " ");
     return pos == std::string::npos ? -1 : std::stod(text.substr(pos + line.size() + 2));
   }
 
+  // The lookup's strings (InstancePort views them).
+  std::list<std::string> strings_;
   okna::testing::LoopThread loop_;
   core::AsioClock clock_{loop_.io()};
   okna::testing::FakeHttpClient http_;
