@@ -66,8 +66,8 @@ enum class Activity {
   Answering,  // its answer is being written and the VM has not read all of it yet
 };
 
-// One connection as admission sees it; the server's Connection is one. The state below is
-// admission's: the server only sets the activity.
+// One connection as admission (and the memory budget, memory_budget.h) sees it; the server's
+// Connection is one. The state below is theirs: the server only sets the activity.
 class Occupant {
  public:
   using TimePoint = core::Clock::TimePoint;
@@ -90,6 +90,7 @@ class Occupant {
 
  private:
   friend class Seats;
+  friend class MemoryBudget;
   Activity activity_ = Activity::Waiting;
   TimePoint since_{};
   // Seats: its port's and project's tallies, its place among the network's connections, the
@@ -100,6 +101,13 @@ class Occupant {
   int slots_ = 0;
   Tally* queuedAt_ = nullptr;
   std::list<Occupant*>::iterator queuePosition_{};
+  // MemoryBudget: the memory its answer holds, the answer's bytes on the wire and how many the
+  // VM has taken, since when, and its place among the holders (none while held_ is 0).
+  std::size_t held_ = 0;
+  std::size_t answerBytes_ = 0;
+  std::size_t taken_ = 0;
+  TimePoint answerSince_{};
+  std::size_t holder_ = 0;
 };
 
 // The connections of one network, counted per port and per project, and their Nova slots.

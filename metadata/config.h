@@ -66,9 +66,15 @@ struct MetadataLimits {
   // them), the connection there that has done so longest makes room for a new one
   // (metadata/admission.h).
   std::chrono::milliseconds busyIdleTimeout{2000};
-  // All namespaces together; 0: from the file limit (core::connectionBudgetFor, less what the
-  // health and admin listeners may hold).
+  // All namespaces together; 0: the smaller of what the file limit allows
+  // (core::connectionBudgetFor, less what the health and admin listeners may hold) and what half
+  // the memory budget holds (metadata/memory_budget.h).
   std::int64_t maxConnectionsTotal = 0;
+  // Bytes the server may hold for VMs: connections at their largest and the answers being
+  // written to them; over it, the connections holding most and reading least are closed.
+  // 0: memoryBudgetFraction of the cgroup's memory limit (128 MiB without one).
+  std::int64_t memoryBudgetBytes = 0;
+  double memoryBudgetFraction = 0.5;
 };
 
 struct MetadataConfig {

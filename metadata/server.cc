@@ -1,6 +1,5 @@
 #include "metadata/server.h"
 
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -34,6 +33,7 @@
 #include "metadata/admission.h"
 #include "metadata/config.h"
 #include "metadata/lookup.h"
+#include "metadata/memory_budget.h"
 #include "metadata/proxy.h"
 #include "metadata/shared_secret.h"
 #include "metadata/signature.h"
@@ -112,17 +112,6 @@ const char* scopeLabel(Scope scope) {
   return "namespace";
 }
 
-// All namespaces together may hold this many client connections: the file limit's connection
-// budget less what the health and admin listeners may hold.
-std::size_t totalConnectionCap(const MetadataLimits& limits) {
-  if (limits.maxConnectionsTotal > 0) return static_cast<std::size_t>(limits.maxConnectionsTotal);
-  rlimit files{};
-  const std::uint64_t soft = ::getrlimit(RLIMIT_NOFILE, &files) == 0 ? files.rlim_cur : 1024;
-  constexpr std::size_t kHealthAndAdmin = 128;
-  const std::size_t budget = core::connectionBudgetFor(soft);
-  return budget > 2 * kHealthAndAdmin ? budget - kHealthAndAdmin : budget / 2;
-}
-
 }  // namespace
 
 struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl> {
@@ -143,6 +132,7 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
         refusedUnknown(refusedCounter(registry, "unknown")),
         evictedTotal(evictedCounter(registry, "total")),
         evictedBusy(evictedCounter(registry, "busy")),
+        evictedMemory(evictedCounter(registry, "memory")),
         suppressedLines(registry.counter(
             "okna_metadata_log_lines_suppressed_total",
             "Log lines a VM triggered beyond the per-network rate limit, not written")),
@@ -150,10 +140,17 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
                                         "accept() failures (EMFILE, ENFILE, ...), each retried "
                                         "after a growing delay")),
         caps(Caps::from(cfg.limits)),
-        maxTotalConnections(totalConnectionCap(cfg.limits)),
+        budgetChoice(memoryBudgetFor(cfg.limits, cgroupMemoryLimit())),
+        budget(budgetChoice.bytes, connectionCharge(cfg.limits)),
+        connectionCap(totalConnectionCap(cfg.limits, budget)),
+        maxTotalConnections(connectionCap.connections),
         openConnections(registry.gauge("okna_metadata_open_connections",
                                        "Open client connections, all namespaces")),
         listenersGauge(registry.gauge("okna_metadata_listeners", "Listening sockets")),
+        heldGauge(registry.gauge("okna_metadata_memory_held_bytes",
+                                 "Bytes charged against the memory budget: every connection at "
+                                 "its largest, and the answers held for VMs that have not read "
+                                 "them")),
         sweepTimer(ioContext),
         // Timeouts are enforced to within a quarter of the shortest one (at most 250 ms late).
         sweepInterval(std::clamp(std::min({cfg.limits.headerTimeout, cfg.limits.idleTimeout,
@@ -171,8 +168,17 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
           &registry.counter("okna_metadata_nova_errors_total",
                             "Requests Nova did not answer usably, by reason", {{"reason", reason}});
     }
+    registry
+        .gauge("okna_metadata_memory_budget_bytes",
+               "The bytes the metadata server may hold for VMs (metadata.limits.memoryBudgetBytes)")
+        .set(static_cast<double>(budget.budget()));
     if (cfg.nova.insecure)
       log->warn("metadata.nova.insecure: Nova's TLS certificate is not verified");
+    log->info(
+        "metadata memory: at most {} MiB held for VMs ({}), {} KiB charged per connection "
+        "besides its answer; connections: {}",
+        budget.budget() >> 20, budgetChoice.source, budget.perConnection() >> 10,
+        connectionCap.source);
     log->info(
         "metadata connections: at most {} in all, {} per network, {} per project, {} per VM "
         "port; requests to Nova: {} per network, {} per project, {} per VM port",
@@ -259,6 +265,8 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
                 const std::string& client);
   // Across all networks: the connection doing nothing for Nova for the longest time.
   Occupant* leastDoneAnywhere() const;
+  // Over the memory budget, closes the connections holding most and reading least first.
+  void enforceBudget();
   void ensureSweep();
   void sweep();
   void closeNetwork(Network& net);
@@ -278,6 +286,7 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
   core::Counter& refusedUnknown;
   core::Counter& evictedTotal;
   core::Counter& evictedBusy;
+  core::Counter& evictedMemory;
   core::Counter& suppressedLines;
   core::Counter& acceptFailures;
   // By scope (Scope's order): refused at accept, closed to make room, requests that waited.
@@ -285,10 +294,14 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
   std::array<core::Counter*, 3> evictedIn{};
   std::array<core::Counter*, 3> queuedIn{};
   const Caps caps;
+  const BudgetChoice budgetChoice;
+  MemoryBudget budget;
+  const ConnectionCap connectionCap;
   const std::size_t maxTotalConnections;
   std::size_t totalConnections = 0;
   core::Gauge& openConnections;
   core::Gauge& listenersGauge;
+  core::Gauge& heldGauge;
   std::unordered_map<std::string, core::Counter*> novaErrors;
   std::unordered_map<unsigned, core::Counter*> requestsByCode;
   std::unordered_map<std::string, std::string> signatures;
@@ -344,11 +357,16 @@ class Connection : public Occupant, public std::enable_shared_from_this<Connecti
     }
     server_->openConnections.add(-1);
     --server_->totalConnections;
+    server_->budget.drop(*this);
+    server_->budget.closed();
+    server_->heldGauge.set(static_cast<double>(server_->budget.held()));
     auto self = shared_from_this();
     // Its Nova slots go to the next requests, its place in a queue is left.
     net_->seats.unseat(*this);
     net_->connections.erase(self);
   }
+
+  Network& network() const { return *net_; }
 
   /** Its deadline passed while it waited for a slot: 503 (Impl::sweep). */
   void expireInQueue() {
@@ -603,19 +621,48 @@ class Connection : public Occupant, public std::enable_shared_from_this<Connecti
     const std::size_t written = core::writeNow(socket_, answer, ec);
     if (ec) return close();
     if (written == asio::buffer_size(answer)) return afterAnswer();
-    // Until the VM has read it all, it does nothing for Nova (Impl::makeRoom, Impl::sweep).
-    setActivity(Activity::Answering, server_->clock.now());
+    holdAnswer(written);
+    if (!closed_) writeRest();
+  }
+
+  // The VM has not taken all of its answer: until it has, the answer is charged against the
+  // memory budget (which may close this very connection) and it does nothing for Nova
+  // (Impl::makeRoom, Impl::sweep).
+  void holdAnswer(std::size_t written) {
+    const auto now = server_->clock.now();
+    setActivity(Activity::Answering, now);
+    written_ = written;
+    server_->budget.hold(*this, head_.capacity() + responseBody_.capacity(),
+                         head_.size() + responseBody_.size(), written, now);
+    server_->enforceBudget();
+  }
+
+  // Writes the rest of the answer as the VM takes it, counting what it took (the budget closes
+  // first those that read least).
+  void writeRest() {
+    const std::array<asio::const_buffer, 2> answer{asio::buffer(head_),
+                                                   asio::buffer(responseBody_)};
     beast::buffers_suffix<std::array<asio::const_buffer, 2>> rest(answer);
-    rest.consume(written);
-    asio::async_write(socket_, rest,
-                      [self = shared_from_this()](const boost::system::error_code& e, std::size_t) {
-                        if (self->closed_) return;
-                        if (e) return self->close();
-                        self->afterAnswer();
-                      });
+    rest.consume(written_);
+    socket_.async_write_some(
+        rest, [self = shared_from_this()](const boost::system::error_code& e, std::size_t n) {
+          if (self->closed_) return;
+          if (e) return self->close();
+          self->written_ += n;
+          if (self->written_ == self->head_.size() + self->responseBody_.size())
+            return self->afterAnswer();
+          MemoryBudget::progress(*self, self->written_);
+          self->writeRest();
+        });
   }
 
   void afterAnswer() {
+    if (MemoryBudget::heldBy(*this) > 0) {
+      server_->budget.drop(*this);
+      server_->heldGauge.set(static_cast<double>(server_->budget.held()));
+    }
+    // A large answer's buffer is not kept for the next one: a connection at rest holds little.
+    if (responseBody_.capacity() > kKeptAnswerBytes) std::string().swap(responseBody_);
     if (closeAfterWrite_) return close();
     setActivity(Activity::Waiting, server_->clock.now());
     setDeadline(server_->config.limits.idleTimeout);
@@ -639,6 +686,8 @@ class Connection : public Occupant, public std::enable_shared_from_this<Connecti
   std::optional<RequestReader> parser_;
   std::string head_;
   std::string responseBody_;
+  // Bytes of head_ + responseBody_ the socket has taken.
+  std::size_t written_ = 0;
   core::HttpRequest novaRequest_;
   core::HttpRequestHandlePtr upstream_;
   // The request being answered (for the log line after Nova's answer).
@@ -756,7 +805,9 @@ void MetadataServer::Impl::onAccepted(const std::shared_ptr<Network>& net, Socke
       std::make_shared<Connection>(shared_from_this(), net, std::move(socket), std::move(client));
   net->connections.insert(conn);
   net->seats.seat(*conn, port, project, clock.now());
+  budget.opened();
   conn->start();
+  enforceBudget();
 }
 
 bool MetadataServer::Impl::makeRoom(Network& net, const std::string& port,
@@ -784,6 +835,23 @@ bool MetadataServer::Impl::makeRoom(Network& net, const std::string& port,
         net.id, client, limit, loser.clientIp(), quiet.count());
   loser.close();
   return true;
+}
+
+void MetadataServer::Impl::enforceBudget() {
+  while (budget.over()) {
+    Occupant* costliest = budget.costliest(clock.now());
+    if (costliest == nullptr) break;
+    auto& c = static_cast<Connection&>(*costliest);
+    evictedMemory.inc();
+    vmLog(c.network(), VmLog::Evicted, spdlog::level::warn,
+          "network {} client {}: {} bytes held for VMs, over the memory budget of {} "
+          "(metadata.limits.memoryBudgetBytes); closing the connection holding {} bytes of an "
+          "answer its VM has taken {} bytes of",
+          c.network().id, c.clientIp(), budget.held(), budget.budget(), MemoryBudget::heldBy(c),
+          MemoryBudget::takenOf(c));
+    c.close();
+  }
+  heldGauge.set(static_cast<double>(budget.held()));
 }
 
 Occupant* MetadataServer::Impl::leastDoneAnywhere() const {
@@ -835,6 +903,9 @@ core::Status MetadataServer::addListener(const std::string& networkId, int fd) {
     return fail("the socket is not listening");
   if (address.ss_family != AF_INET && address.ss_family != AF_INET6)
     return fail("not an IPv4 or IPv6 socket");
+  // Its connections' kernel queues count against the memory budget: bound them.
+  if (auto bounded = boundSocketBuffers(fd); !bounded.ok())
+    return fail("cannot bound its buffers: " + bounded.error().message);
 
   auto& net = impl_->networks[networkId];
   if (!net) {

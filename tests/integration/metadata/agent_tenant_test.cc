@@ -5,9 +5,11 @@
 // Before: fairness was per address and a network's cap refused newcomers, so 8 VMs of one
 // project trickling request bytes on 8 connections each (and reconnecting when cut) kept the
 // network full and another project's VM was served 2 times in 40.
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/integration/metadata/agent_metadata_fixture.h"
@@ -59,6 +61,37 @@ while True:
         print("cut and reconnected", cuts, flush=True)
     time.sleep(0.3)
 )";
+
+// Opens a connection every 0.1 s, asks each for a `size`-byte answer and never reads it, until
+// it holds 3 x `count` of them (those the agent closed included: it does not look).
+const char* kNonReader = R"(
+import socket, sys, time
+count, size = int(sys.argv[1]), int(sys.argv[2])
+request = ("GET /_debug/bytes?n=%d HTTP/1.1\r\nHost: 169.254.169.254\r\n\r\n" % size).encode()
+held = []
+while len(held) < 3 * count:
+    s = socket.socket()
+    s.settimeout(2)
+    try:
+        s.connect(("169.254.169.254", 80))
+        s.sendall(request)
+        held.append(s)
+    except OSError:
+        s.close()
+    if len(held) == count:
+        print("opened", count, flush=True)
+    time.sleep(0.1)
+print("holding", len(held), flush=True)
+time.sleep(600)
+)";
+
+// The resident memory of a process, in bytes (VmRSS), or 0.
+std::size_t residentBytes(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoul(line.substr(6)) * 1024;
+  return 0;
+}
 
 class AgentTenantTest : public AgentMetadataTest {
  protected:
@@ -134,6 +167,65 @@ TEST_F(AgentTenantTest, AProjectsTricklingVmsDoNotKeepAnotherProjectsVmOut) {
   EXPECT_LE(agent_->metric("okna_metadata_open_connections"), 33) << "32 for A, B's one";
   EXPECT_GE(agent_->metric("okna_metadata_connections_evicted_total{reason=\"project\"}"), 32);
   for (const auto& t : tricklers) EXPECT_TRUE(t->running()) << t->log();
+}
+
+// Memory was bounded only by the file limit: an answer was held whole, for up to idleTimeout, for
+// a VM that did not read it. Project A's 8 VMs each keep opening connections that ask for a 1 MiB
+// answer and never read; the agent, with a 16 MiB budget, stays within it and goes on serving
+// project B's VM.
+TEST_F(AgentTenantTest, NonReadingVmsStayWithinTheMemoryBudgetAndAnotherProjectIsServed) {
+  constexpr std::size_t kBudget = 16 << 20;
+  constexpr std::size_t kAnswer = 1 << 20;
+  chassis_->add_network(kNet1, "10.0.0.0/24");
+  const auto tenant = projectAVms(8);
+  const auto neighbour =
+      chassis_->add_vm(kNet1, "b", "10.0.0.50", "fa:16:3e:00:b0:01", "", kProjectB);
+  startAgent("{memoryBudgetBytes: " + std::to_string(kBudget) + "}");
+  EXPECT_EQ(metaData(neighbour.netns).value("uuid", ""), neighbour.device_id);
+  for (const auto& vm : tenant) ASSERT_EQ(metaData(vm.netns).value("uuid", ""), vm.device_id);
+  const pid_t agentPid = agent_->process().pid();
+  const std::size_t before = residentBytes(agentPid);
+
+  // The agent's resident memory and what it charges against the budget, sampled every 20 ms
+  // while the VMs do not read.
+  std::atomic<bool> sampling{true};
+  std::atomic<std::size_t> peakRss{before};
+  std::atomic<double> peakHeld{0};
+  std::thread sampler([&] {
+    while (sampling) {
+      peakRss = std::max(peakRss.load(), residentBytes(agentPid));
+      peakHeld = std::max(peakHeld.load(), agent_->metric("okna_metadata_memory_held_bytes"));
+      std::this_thread::sleep_for(20ms);
+    }
+  });
+  std::vector<std::unique_ptr<Process>> nonReaders;
+  for (const auto& vm : tenant)
+    nonReaders.push_back(runInVm(vm, kNonReader, {"8", std::to_string(kAnswer)}));
+  for (const auto& n : nonReaders)
+    EXPECT_TRUE(waitFor([&] { return n->log().find("holding") != std::string::npos; }, 60s))
+        << n->log();
+  const auto began = std::chrono::steady_clock::now();
+  const std::vector<int> statuses = askInTurn(neighbour, 20);
+  const auto took = std::chrono::steady_clock::now() - began;
+  sampling = false;
+  sampler.join();
+
+  const double mib = 1 << 20;
+  std::cout << "agent RSS " << static_cast<double>(before) / mib << " MiB before, peak "
+            << static_cast<double>(peakRss.load()) / mib << " MiB while 8 VMs held up to 24 "
+            << "connections each with a 1 MiB answer unread; charged at most "
+            << peakHeld.load() / mib << " MiB of a " << kBudget / (1 << 20) << " MiB budget; "
+            << agent_->metric("okna_metadata_connections_evicted_total{reason=\"memory\"}")
+            << " connections closed over the budget; project B's 20 requests in "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms\n";
+  EXPECT_EQ(statuses, std::vector<int>(20, 200));
+  EXPECT_LT(took, 30s);
+  EXPECT_LE(peakHeld.load(), static_cast<double>(kBudget));
+  EXPECT_GT(agent_->metric("okna_metadata_connections_evicted_total{reason=\"memory\"}"), 0);
+  // Beyond the budget the agent holds only the answers arriving from Nova (project A's share of
+  // the network's Nova slots, 8, at 1 MiB each) and the allocator's slack.
+  EXPECT_LT(peakRss.load() - before, kBudget + 8 * kAnswer)
+      << "grew by " << static_cast<double>(peakRss.load() - before) / mib << " MiB";
 }
 
 }  // namespace
