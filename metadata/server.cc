@@ -322,6 +322,7 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
 class Connection : public Occupant, public std::enable_shared_from_this<Connection> {
  public:
   TimePoint deadline() const { return deadline_; }
+  bool closed() const { return closed_; }
   const std::string& clientIp() const { return clientIp_; }
 
   Connection(std::shared_ptr<MetadataServer::Impl> server, std::shared_ptr<Network> net,
@@ -737,7 +738,9 @@ void MetadataServer::Impl::sweep() {
   for (const auto& [id, c, busy] : due) {
     // A request still waiting for a Nova slot at its deadline is answered; anything else that
     // is due (header, idle, write timeouts, or doing nothing on a busy network) is cut, unless
-    // what an earlier one did changed that (a request handed a slot by an expired one).
+    // what an earlier one did changed that (a request handed a slot by an expired one, a
+    // connection closed over the memory budget by an expired one's answer).
+    if (c->closed()) continue;
     if (c->queued()) {
       c->expireInQueue();
       continue;
