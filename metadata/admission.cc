@@ -182,7 +182,8 @@ void Seats::giveBack(Occupant& o) {
     const auto scope = static_cast<Scope>(o.slots_);
     Tally& t = tally(o, scope);
     --t.inFlight;
-    handOn(t, scope);
+    // Nearly always nobody waits: nothing to hand on.
+    if (!t.waiting.empty()) handOn(t, scope);
   }
 }
 

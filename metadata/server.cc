@@ -588,7 +588,8 @@ class Connection : public Occupant, public std::enable_shared_from_this<Connecti
   void respond(ProxyResponse response, int version, bool keepAlive, std::string_view instanceId,
                std::string_view target) {
     const unsigned status = response.status;
-    const double seconds = std::chrono::duration<double>(server_->clock.now() - started_).count();
+    const TimePoint now = server_->clock.now();
+    const double seconds = std::chrono::duration<double>(now - started_).count();
     server_->duration.observe(seconds);
     server_->requests(status).inc();
     const auto path = target.substr(0, target.find('?'));
@@ -613,7 +614,7 @@ class Connection : public Occupant, public std::enable_shared_from_this<Connecti
     responseBody_ = std::move(response.body);
     closeAfterWrite_ = !keepAlive;
     // A VM that does not read its answer is cut off like an idle one.
-    setDeadline(server_->config.limits.idleTimeout);
+    deadline_ = now + server_->config.limits.idleTimeout;
     const std::array<asio::const_buffer, 2> answer{asio::buffer(head_),
                                                    asio::buffer(responseBody_)};
     // Usually the whole answer fits the socket's buffer: write it now and go on in this
@@ -621,7 +622,7 @@ class Connection : public Occupant, public std::enable_shared_from_this<Connecti
     boost::system::error_code ec;
     const std::size_t written = core::writeNow(socket_, answer, ec);
     if (ec) return close();
-    if (written == asio::buffer_size(answer)) return afterAnswer();
+    if (written == asio::buffer_size(answer)) return afterAnswer(now);
     holdAnswer(written);
     if (!closed_) writeRest();
   }
@@ -651,13 +652,14 @@ class Connection : public Occupant, public std::enable_shared_from_this<Connecti
           if (e) return self->close();
           self->written_ += n;
           if (self->written_ == self->head_.size() + self->responseBody_.size())
-            return self->afterAnswer();
+            return self->afterAnswer(self->server_->clock.now());
           MemoryBudget::progress(*self, self->written_);
           self->writeRest();
         });
   }
 
-  void afterAnswer() {
+  // `now`: when the VM took the answer's last byte.
+  void afterAnswer(TimePoint now) {
     if (MemoryBudget::heldBy(*this) > 0) {
       server_->budget.drop(*this);
       server_->heldGauge.set(static_cast<double>(server_->budget.held()));
@@ -665,8 +667,8 @@ class Connection : public Occupant, public std::enable_shared_from_this<Connecti
     // A large answer's buffer is not kept for the next one: a connection at rest holds little.
     if (responseBody_.capacity() > kKeptAnswerBytes) std::string().swap(responseBody_);
     if (closeAfterWrite_) return close();
-    setActivity(Activity::Waiting, server_->clock.now());
-    setDeadline(server_->config.limits.idleTimeout);
+    setActivity(Activity::Waiting, now);
+    deadline_ = now + server_->config.limits.idleTimeout;
     if (buffer_.size() == 0) return waitForRequest();
     // A pipelined request is already here: answer it from the loop, so that a client that sends
     // many at once does not grow this stack (an answer written at once comes back here).
