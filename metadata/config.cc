@@ -42,7 +42,8 @@ MetadataLimits parseLimits(const YamlField& f) {
   f.expectKeys({"maxConnectionsPerNamespace", "maxRequestHeaderBytes", "maxBodyBytes",
                 "maxInFlightPerNamespace", "requestDeadlineSeconds", "headerTimeoutSeconds",
                 "idleTimeoutSeconds", "maxConnectionsPerClient", "maxInFlightPerClient",
-                "busyIdleTimeoutSeconds", "maxConnectionsTotal"});
+                "busyIdleTimeoutSeconds", "maxConnectionsTotal", "projectShare",
+                "memoryBudgetBytes", "memoryBudgetFraction"});
   MetadataLimits l;
   if (auto v = f.get("maxConnectionsPerNamespace"))
     l.maxConnectionsPerNamespace = v->asInt(1, 100000);
@@ -57,6 +58,14 @@ MetadataLimits parseLimits(const YamlField& f) {
   if (auto v = f.get("maxInFlightPerClient")) l.maxInFlightPerClient = v->asInt(1, 100000);
   if (auto v = f.get("busyIdleTimeoutSeconds")) l.busyIdleTimeout = seconds(*v, 0.001, 86400);
   if (auto v = f.get("maxConnectionsTotal")) l.maxConnectionsTotal = v->asInt(0, 10000000);
+  if (auto v = f.get("projectShare")) l.projectShare = v->asDouble(0.01, 1);
+  if (auto v = f.get("memoryBudgetBytes")) {
+    l.memoryBudgetBytes = v->asInt(0, std::int64_t{1} << 40);
+    // Below that the connections' own charge (~130 KiB each) leaves no room for an answer.
+    if (l.memoryBudgetBytes != 0 && l.memoryBudgetBytes < (1 << 20))
+      v->fail("must be 0 (from the cgroup's memory limit) or at least 1048576 (1 MiB)");
+  }
+  if (auto v = f.get("memoryBudgetFraction")) l.memoryBudgetFraction = v->asDouble(0.05, 0.9);
   return l;
 }
 

@@ -52,17 +52,29 @@ struct MetadataLimits {
   std::chrono::milliseconds headerTimeout{10000};
   // A keep-alive connection with no request in progress is closed after this.
   std::chrono::milliseconds idleTimeout{60000};
-  // Per client (VM address) of a namespace: on a shared provider network the neighbours are
-  // other projects. cloud-init uses one connection at a time.
+  // Per client of a namespace: the VM port its address belongs to (all of a port's addresses,
+  // its IPv6 link-local one included, are one client). cloud-init uses one connection at a time.
   std::int64_t maxConnectionsPerClient = 8;
   std::int64_t maxInFlightPerClient = 4;
-  // Once a namespace holds 3/4 of maxConnectionsPerNamespace, a connection with no request in
-  // progress is closed after this instead of idleTimeout; at the cap, the longest idle one
-  // makes room for a new connection.
+  // A project's VMs on one network together hold at most this share of the network's
+  // connections and of its requests in flight to Nova (never less than one VM's own): on a
+  // shared network the neighbours are other projects, and many VMs of one must leave them room.
+  double projectShare = 0.5;
+  // Once a namespace holds 3/4 of maxConnectionsPerNamespace, a connection that is doing nothing
+  // for Nova (idle, its request still arriving, or its answer unread) is closed after this
+  // instead of its usual timeout. At a cap (the VM's, its project's, the namespace's, all of
+  // them), the connection there that has done so longest makes room for a new one
+  // (metadata/admission.h).
   std::chrono::milliseconds busyIdleTimeout{2000};
-  // All namespaces together; 0: from the file limit (core::connectionBudgetFor, less what the
-  // health and admin listeners may hold).
+  // All namespaces together; 0: the smaller of what the file limit allows
+  // (core::connectionBudgetFor, less what the health and admin listeners may hold) and what half
+  // the memory budget holds (metadata/memory_budget.h).
   std::int64_t maxConnectionsTotal = 0;
+  // Bytes the server may hold for VMs: connections at their largest and the answers being
+  // written to them; over it, the connections holding most and reading least are closed.
+  // 0: memoryBudgetFraction of the cgroup's memory limit (128 MiB without one).
+  std::int64_t memoryBudgetBytes = 0;
+  double memoryBudgetFraction = 0.5;
 };
 
 struct MetadataConfig {

@@ -1,6 +1,5 @@
 #include "metadata/server.h"
 
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,7 +17,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <list>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -32,8 +30,10 @@
 #include "core/loop_thread.h"
 #include "core/metrics.h"
 #include "core/write_now.h"
+#include "metadata/admission.h"
 #include "metadata/config.h"
 #include "metadata/lookup.h"
+#include "metadata/memory_budget.h"
 #include "metadata/proxy.h"
 #include "metadata/shared_secret.h"
 #include "metadata/signature.h"
@@ -73,7 +73,7 @@ class Connection;
 
 // The kinds of log line a VM can trigger: each is rate-limited per network on its own, so a
 // flood of one kind does not hide another (a Nova failure behind a storm of bad requests).
-enum class VmLog { Refused, Lookup, BadRequest, Nova, Answer, Accept, Count };
+enum class VmLog { Refused, Evicted, Lookup, BadRequest, Nova, Answer, Accept, Count };
 
 struct Listener {
   Listener(asio::io_context& io, std::unique_ptr<Acceptor> a) : acceptor(std::move(a)), retry(io) {}
@@ -83,50 +83,33 @@ struct Listener {
   unsigned failures = 0;
 };
 
-// A request waiting for a Nova slot. A request answered 503 at its deadline leaves its entry
-// behind (skipped later): the ticket tells it from the connection's next queued request.
-struct Waiting {
-  std::weak_ptr<Connection> connection;
-  std::uint64_t ticket = 0;
-};
-// A list, not a deque: libstdc++'s deque allocates ~600 bytes as it is constructed, and every
-// network and every VM client has a queue that is nearly always empty (0.6 MB at 1,000 networks).
-using WaitQueue = std::list<Waiting>;
-
-// One client address of a network (a VM): its share of the network's limits.
-struct Client {
-  std::size_t connections = 0;
-  std::size_t inFlight = 0;
-  // Its requests waiting for one of its own in-flight slots, in order.
-  WaitQueue waiting;
-};
-
 struct Network {
+  explicit Network(const Caps& caps) : seats(caps) {
+    logs.fill(core::LogThrottle(std::chrono::seconds(2), 10));
+  }
   std::string id;
   std::vector<std::unique_ptr<Listener>> listeners;
+  // Owns the network's connections; `seats` counts them per VM port and project and holds
+  // their Nova slots (metadata/admission.h).
   std::unordered_set<std::shared_ptr<Connection>> connections;
-  std::unordered_map<std::string, Client> clients;
-  std::size_t inFlight = 0;
-  // Connections whose request waits for a free Nova slot (maxInFlightPerNamespace), in order.
-  // Each already holds its client's slot.
-  WaitQueue waiting;
+  Seats seats;
   std::array<core::LogThrottle, static_cast<std::size_t>(VmLog::Count)> logs;
   bool removed = false;
-
-  Network() { logs.fill(core::LogThrottle(std::chrono::seconds(2), 10)); }
 };
 
 namespace {
 
-// All namespaces together may hold this many client connections: the file limit's connection
-// budget less what the health and admin listeners may hold.
-std::size_t totalConnectionCap(const MetadataLimits& limits) {
-  if (limits.maxConnectionsTotal > 0) return static_cast<std::size_t>(limits.maxConnectionsTotal);
-  rlimit files{};
-  const std::uint64_t soft = ::getrlimit(RLIMIT_NOFILE, &files) == 0 ? files.rlim_cur : 1024;
-  constexpr std::size_t kHealthAndAdmin = 128;
-  const std::size_t budget = core::connectionBudgetFor(soft);
-  return budget > 2 * kHealthAndAdmin ? budget - kHealthAndAdmin : budget / 2;
+// The label of a scope in the metrics: `client` is one VM (its port), as in the limits' names.
+const char* scopeLabel(Scope scope) {
+  switch (scope) {
+    case Scope::Port:
+      return "client";
+    case Scope::Project:
+      return "project";
+    case Scope::Network:
+      break;
+  }
+  return "namespace";
 }
 
 }  // namespace
@@ -145,54 +128,90 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
         log(core::logger("metadata")),
         duration(registry.histogram("okna_metadata_request_duration_seconds",
                                     "Time from a complete request to its answer being sent")),
-        refusedNamespace(refusedCounter(registry, "namespace")),
-        refusedClient(refusedCounter(registry, "client")),
         refusedTotal(refusedCounter(registry, "total")),
+        refusedUnknown(refusedCounter(registry, "unknown")),
+        evictedTotal(evictedCounter(registry, "total")),
+        evictedBusy(evictedCounter(registry, "busy")),
+        evictedMemory(evictedCounter(registry, "memory")),
         suppressedLines(registry.counter(
             "okna_metadata_log_lines_suppressed_total",
             "Log lines a VM triggered beyond the per-network rate limit, not written")),
-        queuedClient(queuedCounter(registry, "client")),
-        queuedNamespace(queuedCounter(registry, "namespace")),
         acceptFailures(registry.counter("okna_metadata_accept_failures_total",
                                         "accept() failures (EMFILE, ENFILE, ...), each retried "
                                         "after a growing delay")),
-        maxTotalConnections(totalConnectionCap(cfg.limits)),
+        caps(Caps::from(cfg.limits)),
+        budgetChoice(memoryBudgetFor(cfg.limits, cgroupMemoryLimit())),
+        budget(budgetChoice.bytes, connectionCharge(cfg.limits)),
+        connectionCap(totalConnectionCap(cfg.limits, budget)),
+        maxTotalConnections(connectionCap.connections),
         openConnections(registry.gauge("okna_metadata_open_connections",
                                        "Open client connections, all namespaces")),
         listenersGauge(registry.gauge("okna_metadata_listeners", "Listening sockets")),
+        heldGauge(registry.gauge("okna_metadata_memory_held_bytes",
+                                 "Bytes charged against the memory budget: every connection at "
+                                 "its largest, and the answers held for VMs that have not read "
+                                 "them")),
         sweepTimer(ioContext),
         // Timeouts are enforced to within a quarter of the shortest one (at most 250 ms late).
         sweepInterval(std::clamp(std::min({cfg.limits.headerTimeout, cfg.limits.idleTimeout,
                                            cfg.limits.requestDeadline}) /
                                      4,
                                  std::chrono::milliseconds(5), std::chrono::milliseconds(250))) {
+    for (const Scope scope : {Scope::Port, Scope::Project, Scope::Network}) {
+      const auto i = static_cast<std::size_t>(scope);
+      refusedIn[i] = &refusedCounter(registry, scopeLabel(scope));
+      evictedIn[i] = &evictedCounter(registry, scopeLabel(scope));
+      queuedIn[i] = &queuedCounter(registry, scopeLabel(scope));
+    }
     for (const char* reason : {"connect", "timeout", "status", "transport"}) {
       novaErrors[reason] =
           &registry.counter("okna_metadata_nova_errors_total",
                             "Requests Nova did not answer usably, by reason", {{"reason", reason}});
     }
+    registry
+        .gauge("okna_metadata_memory_budget_bytes",
+               "The bytes the metadata server may hold for VMs (metadata.limits.memoryBudgetBytes)")
+        .set(static_cast<double>(budget.budget()));
     if (cfg.nova.insecure)
       log->warn("metadata.nova.insecure: Nova's TLS certificate is not verified");
-    log->info("metadata connections: at most {} in all, {} per network, {} per VM address",
-              maxTotalConnections, cfg.limits.maxConnectionsPerNamespace,
-              cfg.limits.maxConnectionsPerClient);
+    log->info(
+        "metadata memory: at most {} MiB held for VMs ({}), {} KiB charged per connection "
+        "besides its answer; connections: {}",
+        budget.budget() >> 20, budgetChoice.source, budget.perConnection() >> 10,
+        connectionCap.source);
+    log->info(
+        "metadata connections: at most {} in all, {} per network, {} per project, {} per VM "
+        "port; requests to Nova: {} per network, {} per project, {} per VM port",
+        maxTotalConnections, caps.connectionsPerNetwork,
+        std::min(caps.connectionsPerProject, caps.connectionsPerNetwork), caps.connectionsPerPort,
+        caps.inFlightPerNetwork, std::min(caps.inFlightPerProject, caps.inFlightPerNetwork),
+        caps.inFlightPerPort);
   }
 
   static core::Counter& refusedCounter(core::MetricsRegistry& registry, const char* reason) {
     return registry.counter("okna_metadata_connections_refused_total",
-                            "Client connections closed at once, by the limit they hit "
-                            "(namespace, client: one VM address, total: all namespaces)",
+                            "Client connections closed at once: from an address of no port of "
+                            "the network (unknown), or at a limit where no connection could give "
+                            "way (client: one VM port, project, namespace, total: all namespaces)",
+                            {{"reason", reason}});
+  }
+
+  static core::Counter& evictedCounter(core::MetricsRegistry& registry, const char* reason) {
+    return registry.counter("okna_metadata_connections_evicted_total",
+                            "Client connections closed to make room: for a new connection at a "
+                            "limit (client, project, namespace, total), or doing nothing for Nova "
+                            "for busyIdleTimeout on a busy network (busy)",
                             {{"reason", reason}});
   }
 
   // Requests that waited for a Nova slot, by the limit that held them: a VM over its in-flight
-  // cap (one client holding the network's slots, or a benchmark from one address), or the
-  // network over its own.
+  // cap (one client holding the network's slots, or a benchmark from one address), its
+  // project over its share, or the network over its own.
   static core::Counter& queuedCounter(core::MetricsRegistry& registry, const char* limit) {
     return registry.counter("okna_metadata_requests_queued_total",
                             "Requests that waited for a Nova slot, by the limit that held them "
-                            "(client: the VM's maxInFlightPerClient, namespace: the network's "
-                            "maxInFlightPerNamespace)",
+                            "(client: the VM's maxInFlightPerClient, project: its project's "
+                            "share, namespace: the network's maxInFlightPerNamespace)",
                             {{"limit", limit}});
   }
 
@@ -239,16 +258,18 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
 
   void accept(const std::shared_ptr<Network>& net, Listener& listener);
   void onAccepted(const std::shared_ptr<Network>& net, Socket socket);
+  // The newcomer's narrowest full scope (its port, its project, its network, all networks)
+  // gives up the connection there that has done least. False when none can (every one is with
+  // Nova): the newcomer is refused.
+  bool makeRoom(Network& net, const std::string& port, const std::string& project,
+                const std::string& client);
+  // Across all networks: the connection doing nothing for Nova for the longest time.
+  Occupant* leastDoneAnywhere() const;
+  // Over the memory budget, closes the connections holding most and reading least first.
+  void enforceBudget();
   void ensureSweep();
   void sweep();
   void closeNetwork(Network& net);
-  // A request is ready: it takes its client's slot, then the network's, waiting in order for
-  // each (at most until its deadline); then it goes to Nova.
-  void admit(Network& net, const std::shared_ptr<Connection>& c);
-  // The next request of `queue` still waiting for that slot (null: none).
-  static std::shared_ptr<Connection> nextWaiting(WaitQueue& queue);
-  void releaseSlot(Network& net);
-  void releaseClientSlot(Network& net, const std::string& clientIp);
 
   asio::io_context& io;
   // Deadlines, idle times and request durations (the agent's core::AsioClock).
@@ -261,17 +282,26 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
   SharedSecret secret;
   std::shared_ptr<spdlog::logger> log;
   core::Histogram& duration;
-  core::Counter& refusedNamespace;
-  core::Counter& refusedClient;
   core::Counter& refusedTotal;
+  core::Counter& refusedUnknown;
+  core::Counter& evictedTotal;
+  core::Counter& evictedBusy;
+  core::Counter& evictedMemory;
   core::Counter& suppressedLines;
-  core::Counter& queuedClient;
-  core::Counter& queuedNamespace;
   core::Counter& acceptFailures;
+  // By scope (Scope's order): refused at accept, closed to make room, requests that waited.
+  std::array<core::Counter*, 3> refusedIn{};
+  std::array<core::Counter*, 3> evictedIn{};
+  std::array<core::Counter*, 3> queuedIn{};
+  const Caps caps;
+  const BudgetChoice budgetChoice;
+  MemoryBudget budget;
+  const ConnectionCap connectionCap;
   const std::size_t maxTotalConnections;
   std::size_t totalConnections = 0;
   core::Gauge& openConnections;
   core::Gauge& listenersGauge;
+  core::Gauge& heldGauge;
   std::unordered_map<std::string, core::Counter*> novaErrors;
   std::unordered_map<unsigned, core::Counter*> requestsByCode;
   std::unordered_map<std::string, std::string> signatures;
@@ -289,15 +319,11 @@ struct MetadataServer::Impl : std::enable_shared_from_this<MetadataServer::Impl>
 
 // One client connection: read a request, answer it (from Nova or locally), repeat while
 // keep-alive. One request at a time, so pipelined requests are answered in order.
-class Connection : public std::enable_shared_from_this<Connection> {
+class Connection : public Occupant, public std::enable_shared_from_this<Connection> {
  public:
   TimePoint deadline() const { return deadline_; }
+  bool closed() const { return closed_; }
   const std::string& clientIp() const { return clientIp_; }
-  /** No request in progress since `since`: a new connection, or between keep-alive requests. */
-  bool idle(TimePoint& since) const {
-    since = idleSince_;
-    return idle_ && !closed_;
-  }
 
   Connection(std::shared_ptr<MetadataServer::Impl> server, std::shared_ptr<Network> net,
              Socket socket, std::string clientIp)
@@ -311,10 +337,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
                      4096);
   }
 
+  /** Once seated (Impl::onAccepted). */
   void start() {
     server_->openConnections.add(1);
     ++server_->totalConnections;
-    ++net_->clients[clientIp_].connections;
     deadline_ = server_->clock.now() + server_->config.limits.headerTimeout;
     server_->ensureSweep();
     waitForRequest();
@@ -332,65 +358,52 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     server_->openConnections.add(-1);
     --server_->totalConnections;
+    server_->budget.drop(*this);
+    server_->budget.closed();
+    server_->heldGauge.set(static_cast<double>(server_->budget.held()));
     auto self = shared_from_this();
-    const bool hadSlot = holdsSlot_;
-    const bool hadClientSlot = holdsClientSlot_;
-    holdsSlot_ = false;
-    holdsClientSlot_ = false;
+    // Its Nova slots go to the next requests, its place in a queue is left.
+    net_->seats.unseat(*this);
     net_->connections.erase(self);
-    if (hadSlot) server_->releaseSlot(*net_);
-    if (hadClientSlot) server_->releaseClientSlot(*net_, clientIp_);
-    const auto client = net_->clients.find(clientIp_);
-    if (client != net_->clients.end() && --client->second.connections == 0 &&
-        client->second.inFlight == 0)
-      net_->clients.erase(client);
   }
 
-  /** Its request took one of its client's in-flight slots (Impl::admit). */
-  void holdClientSlot() { holdsClientSlot_ = true; }
-
-  /** Its request waits for a slot until its deadline (the sweep answers 503 then); returns
-   *  the ticket of its queue entry. */
-  std::uint64_t enqueue() {
-    queued_ = true;
-    deadline_ = answerBy_;
-    return ++ticket_;
-  }
-  /** Whether the queue entry `ticket` is this connection's request still waiting; if so, it
-   *  leaves the queue. */
-  bool dequeue(std::uint64_t ticket) {
-    if (closed_ || !queued_ || ticket != ticket_) return false;
-    queued_ = false;
-    deadline_ = server_->clock.now() + std::chrono::hours(24);
-    return true;
-  }
-  bool queued() const { return queued_ && !closed_; }
+  Network& network() const { return *net_; }
 
   /** Its deadline passed while it waited for a slot: 503 (Impl::sweep). */
   void expireInQueue() {
-    if (!queued()) return;
-    queued_ = false;
+    if (!queued() || closed_) return;
+    net_->seats.release(*this);
     deadline_ = server_->clock.now() + std::chrono::hours(24);
     answerLate();
   }
 
-  /** Called when a Nova slot is free for this connection's request; false when the request
-   *  cannot use it: the connection closed, or too little is left of its deadline for Nova to
-   *  answer (Impl::minNovaBudget; it is answered 503, and a hung Nova gets no more requests
-   *  doomed to time out). */
-  bool sendToNova() {
-    if (closed_) return false;
+  /** Its request waits for a Nova slot until its deadline (the sweep answers 503 then). */
+  void waitsAt(Scope scope) override {
+    deadline_ = answerBy_;
+    server_->queuedIn[static_cast<std::size_t>(scope)]->inc();
+    server_->ensureSweep();
+  }
+
+  /** Its request holds its Nova slots; false when it cannot use them: too little is left of
+   *  its deadline for Nova to answer (Impl::minNovaBudget; it is answered 503, and a hung Nova
+   *  gets no more requests doomed to time out). */
+  bool proceed() override {
+    // A network being removed sends nothing more; its connections are being closed.
+    if (closed_ || net_->removed) return false;
+    deadline_ = server_->clock.now() + std::chrono::hours(24);
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(answerBy_ - server_->clock.now());
     if (left < server_->minNovaBudget) {
-      answerLate();
+      // From the loop: answering may close this connection, which must not happen while the
+      // slots are being handed on (Occupant::proceed).
+      asio::post(server_->io, [self = shared_from_this()] {
+        if (!self->closed_) self->answerLate();
+      });
       return false;
     }
     // Nova gets what is left of the deadline: the VM is answered (504) before it gives up.
     novaRequest_.totalTimeout = std::min(novaRequest_.totalTimeout, left);
     novaRequest_.connectTimeout = std::min(novaRequest_.connectTimeout, left);
-    holdsSlot_ = true;
-    ++net_->inFlight;
     core::HttpCallbacks callbacks;
     callbacks.onDone = [weak = weak_from_this()](core::Result<core::HttpResponse> result) {
       if (auto self = weak.lock()) self->onNova(std::move(result));
@@ -411,8 +424,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
       readHeader();
       return;
     }
-    idle_ = true;
-    idleSince_ = server_->clock.now();
     // Idle until the next request's first byte (the first request gets the header timeout). The
     // client sends it only after reading this answer: wait for it without a recv that would
     // fail first (core::DrainAwareSocket).
@@ -421,7 +432,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
         [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
           if (self->closed_) return;
           if (ec) return self->close();
-          self->idle_ = false;
           self->buffer_.commit(n);
           self->readHeader();
         });
@@ -501,18 +511,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // No Nova slot came within the request's deadline: 503, so that the VM retries while it
   // still waits (cloud-init gives up after 10 s), never a late answer.
   void answerLate() {
-    if (holdsClientSlot_) {
-      holdsClientSlot_ = false;
-      server_->releaseClientSlot(*net_, clientIp_);
-    }
     const auto& limits = server_->config.limits;
     server_->vmLog(*net_, VmLog::Nova, spdlog::level::warn,
                    "network {} instance {} client {} {}: no Nova slot within the {} ms deadline "
-                   "(metadata.limits.requestDeadlineSeconds; {} requests per network, {} per VM "
-                   "address in flight), answering 503",
+                   "(metadata.limits.requestDeadlineSeconds; {} requests per network, {} per "
+                   "project, {} per VM in flight), answering 503",
                    net_->id, instanceId_, clientIp_, core::escapeForLog(path_),
-                   limits.requestDeadline.count(), limits.maxInFlightPerNamespace,
-                   limits.maxInFlightPerClient);
+                   limits.requestDeadline.count(), server_->caps.inFlightPerNetwork,
+                   std::min(server_->caps.inFlightPerProject, server_->caps.inFlightPerNetwork),
+                   server_->caps.inFlightPerPort);
     respond(errorResponse(503), version_, keepAlive_, instanceId_, path_);
   }
 
@@ -561,19 +568,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
         buildNovaRequest(server_->nova, method, target, std::move(request_.body), clientIp_,
                          found.port, server_->signatureFor(*secret, instanceId_));
     parser_.reset();
-    server_->admit(*net_, shared_from_this());
+    setActivity(Activity::Asking, started_);
+    net_->seats.admit(*this);
   }
 
   void onNova(core::Result<core::HttpResponse> result) {
     upstream_.reset();
-    if (holdsSlot_) {
-      holdsSlot_ = false;
-      server_->releaseSlot(*net_);
-    }
-    if (holdsClientSlot_) {
-      holdsClientSlot_ = false;
-      server_->releaseClientSlot(*net_, clientIp_);
-    }
+    net_->seats.release(*this);
     ProxyResponse response = mapNovaResponse(std::move(result));
     if (response.failure != NovaFailure::None) {
       server_->novaErrors[novaFailureLabel(response.failure)]->inc();
@@ -587,7 +588,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void respond(ProxyResponse response, int version, bool keepAlive, std::string_view instanceId,
                std::string_view target) {
     const unsigned status = response.status;
-    const double seconds = std::chrono::duration<double>(server_->clock.now() - started_).count();
+    const TimePoint now = server_->clock.now();
+    const double seconds = std::chrono::duration<double>(now - started_).count();
     server_->duration.observe(seconds);
     server_->requests(status).inc();
     const auto path = target.substr(0, target.find('?'));
@@ -612,7 +614,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     responseBody_ = std::move(response.body);
     closeAfterWrite_ = !keepAlive;
     // A VM that does not read its answer is cut off like an idle one.
-    setDeadline(server_->config.limits.idleTimeout);
+    deadline_ = now + server_->config.limits.idleTimeout;
     const std::array<asio::const_buffer, 2> answer{asio::buffer(head_),
                                                    asio::buffer(responseBody_)};
     // Usually the whole answer fits the socket's buffer: write it now and go on in this
@@ -620,20 +622,53 @@ class Connection : public std::enable_shared_from_this<Connection> {
     boost::system::error_code ec;
     const std::size_t written = core::writeNow(socket_, answer, ec);
     if (ec) return close();
-    if (written == asio::buffer_size(answer)) return afterAnswer();
-    beast::buffers_suffix<std::array<asio::const_buffer, 2>> rest(answer);
-    rest.consume(written);
-    asio::async_write(socket_, rest,
-                      [self = shared_from_this()](const boost::system::error_code& e, std::size_t) {
-                        if (self->closed_) return;
-                        if (e) return self->close();
-                        self->afterAnswer();
-                      });
+    if (written == asio::buffer_size(answer)) return afterAnswer(now);
+    holdAnswer(written);
+    if (!closed_) writeRest();
   }
 
-  void afterAnswer() {
+  // The VM has not taken all of its answer: until it has, the answer is charged against the
+  // memory budget (which may close this very connection) and it does nothing for Nova
+  // (Impl::makeRoom, Impl::sweep).
+  void holdAnswer(std::size_t written) {
+    const auto now = server_->clock.now();
+    setActivity(Activity::Answering, now);
+    written_ = written;
+    server_->budget.hold(*this, head_.capacity() + responseBody_.capacity(),
+                         head_.size() + responseBody_.size(), written, now);
+    server_->enforceBudget();
+  }
+
+  // Writes the rest of the answer as the VM takes it, counting what it took (the budget closes
+  // first those that read least).
+  void writeRest() {
+    const std::array<asio::const_buffer, 2> answer{asio::buffer(head_),
+                                                   asio::buffer(responseBody_)};
+    beast::buffers_suffix<std::array<asio::const_buffer, 2>> rest(answer);
+    rest.consume(written_);
+    socket_.async_write_some(
+        rest, [self = shared_from_this()](const boost::system::error_code& e, std::size_t n) {
+          if (self->closed_) return;
+          if (e) return self->close();
+          self->written_ += n;
+          if (self->written_ == self->head_.size() + self->responseBody_.size())
+            return self->afterAnswer(self->server_->clock.now());
+          MemoryBudget::progress(*self, self->written_);
+          self->writeRest();
+        });
+  }
+
+  // `now`: when the VM took the answer's last byte.
+  void afterAnswer(TimePoint now) {
+    if (MemoryBudget::heldBy(*this) > 0) {
+      server_->budget.drop(*this);
+      server_->heldGauge.set(static_cast<double>(server_->budget.held()));
+    }
+    // A large answer's buffer is not kept for the next one: a connection at rest holds little.
+    if (responseBody_.capacity() > kKeptAnswerBytes) std::string().swap(responseBody_);
     if (closeAfterWrite_) return close();
-    setDeadline(server_->config.limits.idleTimeout);
+    setActivity(Activity::Waiting, now);
+    deadline_ = now + server_->config.limits.idleTimeout;
     if (buffer_.size() == 0) return waitForRequest();
     // A pipelined request is already here: answer it from the loop, so that a client that sends
     // many at once does not grow this stack (an answer written at once comes back here).
@@ -654,6 +689,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<RequestReader> parser_;
   std::string head_;
   std::string responseBody_;
+  // Bytes of head_ + responseBody_ the socket has taken.
+  std::size_t written_ = 0;
   core::HttpRequest novaRequest_;
   core::HttpRequestHandlePtr upstream_;
   // The request being answered (for the log line after Nova's answer).
@@ -662,16 +699,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   int version_ = 11;
   bool keepAlive_ = true;
   bool closeAfterWrite_ = false;
-  bool holdsSlot_ = false;
-  bool holdsClientSlot_ = false;
-  // The request waits in its client's or its network's queue (Impl::admit), under ticket_.
-  bool queued_ = false;
-  std::uint64_t ticket_ = 0;
   // When the request must be answered: its arrival + limits.requestDeadline.
   TimePoint answerBy_{};
-  // Waiting for a request's first byte (Impl::sweep closes it sooner when the network is busy).
-  bool idle_ = false;
-  TimePoint idleSince_{};
   bool closed_ = false;
   TimePoint started_{};
 };
@@ -689,79 +718,44 @@ void MetadataServer::Impl::ensureSweep() {
 
 void MetadataServer::Impl::sweep() {
   const auto now = clock.now();
-  const auto cap = static_cast<std::size_t>(config.limits.maxConnectionsPerNamespace);
-  std::vector<std::pair<std::string, std::shared_ptr<Connection>>> due;
+  // A connection due: `busy` when closed for doing nothing on a busy network.
+  struct Due {
+    std::string network;
+    std::shared_ptr<Connection> connection;
+    bool busy;
+  };
+  std::vector<Due> due;
   bool any = false;
   for (const auto& [id, net] : networks) {
-    // Near its cap, a network's connections with no request in progress give way sooner: one
-    // VM's idle keep-alive connections must not keep its neighbours out.
-    const bool busy = net->connections.size() * 4 >= cap * 3;
+    // Near its cap, a network's connections doing nothing for Nova (idle, a request still
+    // arriving, an answer unread) give way sooner: one tenant's connections must not keep its
+    // neighbours out.
+    const bool busy = net->seats.busy();
     for (const auto& c : net->connections) {
       any = true;
-      TimePoint idleSince;
-      const bool idleTooLong =
-          busy && c->idle(idleSince) && now - idleSince >= config.limits.busyIdleTimeout;
-      if (c->deadline() <= now || idleTooLong) due.emplace_back(id, c);
+      const bool overstayed = busy && overstays(*c, now, config.limits.busyIdleTimeout);
+      if (c->deadline() <= now || overstayed) due.push_back({id, c, overstayed});
     }
   }
-  for (const auto& [id, c] : due) {
+  for (const auto& [id, c, busy] : due) {
     // A request still waiting for a Nova slot at its deadline is answered; anything else that
-    // is due (header, idle, write timeouts) is cut.
+    // is due (header, idle, write timeouts, or doing nothing on a busy network) is cut, unless
+    // what an earlier one did changed that (a request handed a slot by an expired one, a
+    // connection closed over the memory budget by an expired one's answer).
+    if (c->closed()) continue;
     if (c->queued()) {
       c->expireInQueue();
       continue;
     }
-    log->debug("network {} client {}: connection timed out, closing", id, c->clientIp());
+    if (c->deadline() > now && !(busy && overstays(*c, now, config.limits.busyIdleTimeout)))
+      continue;
+    if (busy) evictedBusy.inc();
+    log->debug("network {} client {}: connection {}, closing", id, c->clientIp(),
+               busy ? "doing nothing on a busy network" : "timed out");
     c->close();
   }
   // Runs only while there are connections: an idle agent is not woken.
   if (any) ensureSweep();
-}
-
-void MetadataServer::Impl::admit(Network& net, const std::shared_ptr<Connection>& c) {
-  Client& client = net.clients[c->clientIp()];
-  if (client.inFlight >= static_cast<std::size_t>(config.limits.maxInFlightPerClient)) {
-    client.waiting.push_back({c, c->enqueue()});
-    queuedClient.inc();
-    ensureSweep();
-    return;
-  }
-  ++client.inFlight;
-  c->holdClientSlot();
-  if (net.inFlight >= static_cast<std::size_t>(config.limits.maxInFlightPerNamespace)) {
-    net.waiting.push_back({c, c->enqueue()});
-    queuedNamespace.inc();
-    ensureSweep();
-    return;
-  }
-  c->sendToNova();
-}
-
-std::shared_ptr<Connection> MetadataServer::Impl::nextWaiting(WaitQueue& queue) {
-  while (!queue.empty()) {
-    Waiting next = std::move(queue.front());
-    queue.pop_front();
-    auto c = next.connection.lock();
-    if (c && c->dequeue(next.ticket)) return c;
-  }
-  return nullptr;
-}
-
-void MetadataServer::Impl::releaseSlot(Network& net) {
-  if (net.inFlight > 0) --net.inFlight;
-  // A request past its deadline is answered 503 and leaves the slot to the one behind it.
-  while (net.inFlight < static_cast<std::size_t>(config.limits.maxInFlightPerNamespace)) {
-    auto next = nextWaiting(net.waiting);
-    if (!next || next->sendToNova()) return;
-  }
-}
-
-void MetadataServer::Impl::releaseClientSlot(Network& net, const std::string& clientIp) {
-  const auto it = net.clients.find(clientIp);
-  if (it == net.clients.end()) return;
-  Client& client = it->second;
-  if (client.inFlight > 0) --client.inFlight;
-  if (auto next = nextWaiting(client.waiting)) admit(net, next);
 }
 
 void MetadataServer::Impl::accept(const std::shared_ptr<Network>& net, Listener& listener) {
@@ -789,43 +783,90 @@ void MetadataServer::Impl::accept(const std::shared_ptr<Network>& net, Listener&
 }
 
 void MetadataServer::Impl::onAccepted(const std::shared_ptr<Network>& net, Socket socket) {
-  boost::system::error_code peerError;
-  const auto peer = socket.remote_endpoint(peerError);
-  if (peerError) return;
+  boost::system::error_code ec;
+  const auto peer = socket.remote_endpoint(ec);
+  if (ec) return;
   std::string client = clientAddress(peer);
-  const auto& limits = config.limits;
-  core::Counter* refusedBy = nullptr;
-  const char* limit = "";
-  if (totalConnections >= maxTotalConnections) {
-    refusedBy = &refusedTotal;
-    limit = "all namespaces";
-  } else if (net->connections.size() >=
-             static_cast<std::size_t>(limits.maxConnectionsPerNamespace)) {
-    refusedBy = &refusedNamespace;
-    limit = "namespace";
-  } else if (const auto it = net->clients.find(client);
-             it != net->clients.end() &&
-             it->second.connections >= static_cast<std::size_t>(limits.maxConnectionsPerClient)) {
-    refusedBy = &refusedClient;
-    limit = "client";
-  }
-  boost::system::error_code ignored;
-  if (refusedBy != nullptr) {
-    // Accepted and closed at once: a flood shows in the metrics, not as a SYN backlog.
-    refusedBy->inc();
-    vmLog(*net, VmLog::Refused, spdlog::level::info,
-          "network {} client {}: {} connection limit reached, closing a new connection", net->id,
-          client, limit);
-    socket.close(ignored);
+  // Who the client is decides its share: its port (whichever of the port's addresses it uses)
+  // and the port's project. An address of no port here is not served at all.
+  const LookupResult found = ports.lookup(net->id, client);
+  if (found.matches != 1) {
+    refusedUnknown.inc();
+    vmLog(*net, VmLog::Lookup, spdlog::level::err, "{}; closing the connection",
+          lookupFailureMessage(net->id, client, found));
+    socket.close(ec);
     return;
   }
-  socket.set_option(tcp::no_delay(true), ignored);
+  const std::string port(found.port.logicalPort);
+  const std::string project(found.port.projectId);
+  if (!makeRoom(*net, port, project, client)) {
+    socket.close(ec);
+    return;
+  }
+  socket.set_option(tcp::no_delay(true), ec);
   // Answers are written at once where they fit (core::writeNow).
-  socket.non_blocking(true, ignored);
+  socket.non_blocking(true, ec);
   auto conn =
       std::make_shared<Connection>(shared_from_this(), net, std::move(socket), std::move(client));
   net->connections.insert(conn);
+  net->seats.seat(*conn, port, project, clock.now());
+  budget.opened();
   conn->start();
+  enforceBudget();
+}
+
+bool MetadataServer::Impl::makeRoom(Network& net, const std::string& port,
+                                    const std::string& project, const std::string& client) {
+  const std::optional<Scope> scope = net.seats.full(port, project);
+  if (!scope && totalConnections < maxTotalConnections) return true;
+  Occupant* victim = scope ? net.seats.leastDone(*scope, port, project) : leastDoneAnywhere();
+  const char* limit = scope ? scopeLabel(*scope) : "total";
+  if (victim == nullptr) {
+    // Accepted and closed at once: a flood shows in the metrics, not as a SYN backlog.
+    (scope ? *refusedIn[static_cast<std::size_t>(*scope)] : refusedTotal).inc();
+    vmLog(net, VmLog::Refused, spdlog::level::info,
+          "network {} client {}: {} connection limit reached and every connection there is "
+          "with Nova, closing a new connection",
+          net.id, client, limit);
+    return false;
+  }
+  (scope ? *evictedIn[static_cast<std::size_t>(*scope)] : evictedTotal).inc();
+  auto& loser = static_cast<Connection&>(*victim);
+  const auto quiet =
+      std::chrono::duration_cast<std::chrono::milliseconds>(clock.now() - victim->since());
+  vmLog(net, VmLog::Evicted, spdlog::level::info,
+        "network {} client {}: {} connection limit reached, closing a connection of client {} "
+        "that did nothing for Nova for {} ms to make room",
+        net.id, client, limit, loser.clientIp(), quiet.count());
+  loser.close();
+  return true;
+}
+
+void MetadataServer::Impl::enforceBudget() {
+  while (budget.over()) {
+    Occupant* costliest = budget.costliest(clock.now());
+    if (costliest == nullptr) break;
+    auto& c = static_cast<Connection&>(*costliest);
+    evictedMemory.inc();
+    vmLog(c.network(), VmLog::Evicted, spdlog::level::warn,
+          "network {} client {}: {} bytes held for VMs, over the memory budget of {} "
+          "(metadata.limits.memoryBudgetBytes); closing the connection holding {} bytes of an "
+          "answer its VM has taken {} bytes of",
+          c.network().id, c.clientIp(), budget.held(), budget.budget(), MemoryBudget::heldBy(c),
+          MemoryBudget::takenOf(c));
+    c.close();
+  }
+  heldGauge.set(static_cast<double>(budget.held()));
+}
+
+Occupant* MetadataServer::Impl::leastDoneAnywhere() const {
+  static const std::string kAny;
+  Occupant* best = nullptr;
+  for (const auto& [id, net] : networks) {
+    Occupant* o = net->seats.leastDone(Scope::Network, kAny, kAny);
+    if (o != nullptr && (best == nullptr || o->since() < best->since())) best = o;
+  }
+  return best;
 }
 
 void MetadataServer::Impl::closeNetwork(Network& net) {
@@ -837,7 +878,6 @@ void MetadataServer::Impl::closeNetwork(Network& net) {
   }
   listenersGauge.add(-static_cast<double>(net.listeners.size()));
   net.listeners.clear();
-  net.waiting.clear();
   auto connections = net.connections;
   for (const auto& c : connections) c->close();
 }
@@ -868,10 +908,13 @@ core::Status MetadataServer::addListener(const std::string& networkId, int fd) {
     return fail("the socket is not listening");
   if (address.ss_family != AF_INET && address.ss_family != AF_INET6)
     return fail("not an IPv4 or IPv6 socket");
+  // Its connections' kernel queues count against the memory budget: bound them.
+  if (auto bounded = boundSocketBuffers(fd); !bounded.ok())
+    return fail("cannot bound its buffers: " + bounded.error().message);
 
   auto& net = impl_->networks[networkId];
   if (!net) {
-    net = std::make_shared<Network>();
+    net = std::make_shared<Network>(impl_->caps);
     net->id = networkId;
   }
   auto acceptor = std::make_unique<Acceptor>(impl_->io.get_executor());

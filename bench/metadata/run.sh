@@ -187,10 +187,12 @@ teardown_agent() {
   ovs-vsctl --db="unix:$CH/db.sock" --if-exists del-port br-int "$t0"
 }
 
-# The agent's waits for a Nova slot and refused connections so far ("client namespace refused"),
-# from /metrics on its admin listener (the last port its log names): a run whose requests waited
-# at a per-VM or per-network cap measured that cap, not the proxy (bench/metadata/RESULTS.md,
-# 2026-12-04). Empty when the agent has no such metric (older binaries) or no admin listener.
+# The agent's waits for a Nova slot and refused or evicted connections so far ("client
+# network refused": the network's count includes its project's share, the refused ones those closed
+# to make room), from /metrics on its admin listener (the last port its log names): a run whose
+# requests waited at a per-VM, per-project or per-network cap measured that cap, not the proxy
+# (bench/metadata/RESULTS.md, 2026-12-04). Empty when the agent has no such metric (older
+# binaries) or no admin listener.
 agent_limits() {
   local port text
   port=$(grep -oE 'serving /metrics.* on 127\.0\.0\.1:[0-9]+' "$T/agent.log" 2>/dev/null |
@@ -200,8 +202,8 @@ agent_limits() {
     "http://127.0.0.1:$port/metrics" 2>/dev/null)
   grep -q '^okna_metadata_requests_queued_total' <<<"$text" || return 0
   awk '/^okna_metadata_requests_queued_total\{limit="client"\}/ { c = $2 }
-       /^okna_metadata_requests_queued_total\{limit="namespace"\}/ { n = $2 }
-       /^okna_metadata_connections_refused_total/ { r += $2 }
+       /^okna_metadata_requests_queued_total\{limit="(namespace|project)"\}/ { n += $2 }
+       /^okna_metadata_connections_(refused|evicted)_total/ { r += $2 }
        END { printf "%d %d %d\n", c, n, r }' <<<"$text"
 }
 # agent_peaks: "THREADS PEAK_RSS_KB" of the agent, from /proc/PID/status (Threads, VmHWM) with
@@ -318,7 +320,8 @@ measure() {
         read -r qc1 qn1 rf1 <<<"$(agent_limits)"
         if ((${qc1:-0} > qc0 || ${qn1:-0} > qn0 || ${rf1:-0} > rf0)); then
           note+=", CAPPED: $((qc1 - qc0)) requests waited at the VM's in-flight cap, $((qn1 - qn0))"
-          note+=" at the network's, $((rf1 - rf0)) connections refused (metadata.limits)"
+          note+=" at the network's or its project's, $((rf1 - rf0)) connections refused or"
+          note+=" closed to make room (metadata.limits)"
           log "WARNING: $case c=$c round $round measured the agent's limits, not the proxy: $note"
         fi
       fi

@@ -223,7 +223,8 @@ TEST_F(AgentMetadataTest, ADeviceIdCarryingARequestIsRefusedAndNeighboursKeepThe
 }
 
 // One VM holding idle connections once took all 64 of its network's: a neighbour (on a shared
-// provider network, another project) was refused. Per-VM limits keep the neighbour served.
+// provider network, another project) was refused. Per-VM limits keep the neighbour served: past
+// its own 8, each new connection of the VM takes the place of its own oldest.
 TEST_F(AgentMetadataTest, OneVmHoldingManyIdleConnectionsDoesNotStopAnother) {
   chassis_->add_network(kNet1, "10.0.0.0/24");
   const auto vm1 = chassis_->add_vm(kNet1, "vm1", "10.0.0.11", "fa:16:3e:00:e2:11");
@@ -232,10 +233,10 @@ TEST_F(AgentMetadataTest, OneVmHoldingManyIdleConnectionsDoesNotStopAnother) {
   EXPECT_EQ(metaData(vm1.netns).value("uuid", ""), vm1.device_id);
   EXPECT_EQ(metaData(vm2.netns).value("uuid", ""), vm2.device_id);
   const auto flood = holdIdleConnections(vm1.netns, 64);
-  // All but the VM's own 8 are closed at once.
+  // All but the VM's own 8 are closed.
   EXPECT_TRUE(waitFor(
       [&] {
-        return agent_->metric("okna_metadata_connections_refused_total{reason=\"client\"}") >= 56;
+        return agent_->metric("okna_metadata_connections_evicted_total{reason=\"client\"}") >= 56;
       },
       30s))
       << agent_->adminGet("/metrics").body;
@@ -258,15 +259,16 @@ TEST_F(AgentMetadataTest, AFloodUnderALowFileLimitLeavesTheHealthEndpointAnsweri
   // 512 - a reserve of 256 - 128 for the health and admin listeners.
   EXPECT_NE(agent_->log().find("at most 128 in all"), std::string::npos);
   const auto flood = holdIdleConnections(vm1.netns, 400);
+  // Past the cap each newcomer takes the place of the connection idle the longest.
   EXPECT_TRUE(waitFor(
       [&] {
-        return agent_->metric("okna_metadata_connections_refused_total{reason=\"total\"}") >= 200;
+        return agent_->metric("okna_metadata_connections_evicted_total{reason=\"total\"}") >= 200;
       },
       60s))
       << agent_->adminGet("/metrics").body;
   EXPECT_EQ(agent_->get("/healthz").status, 200);
   EXPECT_EQ(agent_->metric("okna_metadata_accept_failures_total"), 0) << "no EMFILE";
-  // Hundreds of refusals, a bounded number of log lines about them.
+  // Hundreds of evictions, a bounded number of log lines about them.
   const std::string log = agent_->log();
   std::size_t lines = 0;
   for (std::size_t p = 0; (p = log.find("connection limit reached", p)) != std::string::npos; ++p)

@@ -207,15 +207,27 @@ TEST_P(ProxyIntegrationTest, PostBodyArrivesWithoutContentType) {
   EXPECT_EQ(nlohmann::json::parse(r->body)["received"], "passw0rd");
 }
 
+// An address of no port (or of several) here is closed at accept (issue 36); one that stops
+// being a single port's while its connection is open is answered 404, as Neutron answers it.
 TEST_P(ProxyIntegrationTest, UnknownOrAmbiguousClientIs404AndNovaIsNotAsked) {
   startFakeNova();
   lookup_.set(kNet, "127.0.0.1", LookupResult{0, {}, ""});
   startServer();
-  auto r = get("/openstack/latest/meta_data.json");
+  EXPECT_FALSE(get("/openstack/latest/meta_data.json"));
+  EXPECT_EQ(metric("okna_metadata_connections_refused_total{reason=\"unknown\"}"), 1);
+  loop_.run([&] { lookup_.setPort(kNet, "127.0.0.1", kVm); });
+  RawClient c(port_);
+  ASSERT_TRUE(
+      waitFor([&] { return loop_.run([&] { return server_->connectionCount(kNet); }) == 1; },
+              std::chrono::seconds(10)));
+  loop_.run([&] { lookup_.set(kNet, "127.0.0.1", LookupResult{0, {}, ""}); });
+  ASSERT_TRUE(c.send(getRequest("/openstack/latest/meta_data.json")));
+  auto r = c.read();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 404);
   loop_.run([&] { lookup_.set(kNet, "127.0.0.1", LookupResult{2, {}, "u1, u2"}); });
-  r = get("/openstack/latest/meta_data.json");
+  ASSERT_TRUE(c.send(getRequest("/openstack/latest/meta_data.json")));
+  r = c.read();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 404);
   EXPECT_EQ(control("GET", "/_control/stats")["requests"], 0);
@@ -413,11 +425,12 @@ TEST_P(ProxyIntegrationTest, LimitsOnTheRealPath) {
   ASSERT_TRUE(
       waitFor([&] { return loop_.run([&] { return server_->connectionCount(kNet); }) == 2; },
               std::chrono::seconds(10)));
-  RawClient refused(port_);
-  EXPECT_TRUE(refused.closedByPeer());
-  EXPECT_EQ(metric("okna_metadata_connections_refused_total{reason=\"namespace\"}"), 1);
-  ASSERT_TRUE(a.send(getRequest("/x", "X-Huge: " + std::string(4000, 'h') + "\r\n")));
-  auto r = a.read();
+  // At the cap the newcomer is let in; the connection idle the longest (a) makes room.
+  RawClient c(port_);
+  EXPECT_TRUE(a.closedByPeer());
+  EXPECT_EQ(metric("okna_metadata_connections_evicted_total{reason=\"namespace\"}"), 1);
+  ASSERT_TRUE(c.send(getRequest("/x", "X-Huge: " + std::string(4000, 'h') + "\r\n")));
+  auto r = c.read();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 431);
   ASSERT_TRUE(b.send(getRequest("/openstack/latest/meta_data.json")));

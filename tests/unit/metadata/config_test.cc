@@ -33,8 +33,11 @@ TEST(MetadataConfigTest, Defaults) {
   EXPECT_EQ(c->limits.idleTimeout, std::chrono::seconds(60));
   EXPECT_EQ(c->limits.maxConnectionsPerClient, 8);
   EXPECT_EQ(c->limits.maxInFlightPerClient, 4);
+  EXPECT_EQ(c->limits.projectShare, 0.5);
   EXPECT_EQ(c->limits.busyIdleTimeout, std::chrono::seconds(2));
-  EXPECT_EQ(c->limits.maxConnectionsTotal, 0) << "0: from the file limit";
+  EXPECT_EQ(c->limits.maxConnectionsTotal, 0) << "0: from the file limit and the memory budget";
+  EXPECT_EQ(c->limits.memoryBudgetBytes, 0) << "0: from the cgroup's memory limit";
+  EXPECT_EQ(c->limits.memoryBudgetFraction, 0.5);
   EXPECT_EQ(c->verifyInterval, std::chrono::seconds(60));
 }
 
@@ -64,8 +67,11 @@ limits:
   idleTimeoutSeconds: 30
   maxConnectionsPerClient: 3
   maxInFlightPerClient: 2
+  projectShare: 0.25
   busyIdleTimeoutSeconds: 0.5
   maxConnectionsTotal: 5000
+  memoryBudgetBytes: 67108864
+  memoryBudgetFraction: 0.25
 )");
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_FALSE(c->enabled);
@@ -90,8 +96,11 @@ limits:
   EXPECT_EQ(c->limits.idleTimeout, std::chrono::seconds(30));
   EXPECT_EQ(c->limits.maxConnectionsPerClient, 3);
   EXPECT_EQ(c->limits.maxInFlightPerClient, 2);
+  EXPECT_EQ(c->limits.projectShare, 0.25);
   EXPECT_EQ(c->limits.busyIdleTimeout, std::chrono::milliseconds(500));
   EXPECT_EQ(c->limits.maxConnectionsTotal, 5000);
+  EXPECT_EQ(c->limits.memoryBudgetBytes, 64 << 20);
+  EXPECT_EQ(c->limits.memoryBudgetFraction, 0.25);
 }
 
 struct BadCase {
@@ -133,8 +142,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"limits: {idleTimeoutSeconds: x}", "limits.idleTimeoutSeconds"},
         BadCase{"limits: {maxConnectionsPerClient: 0}", "limits.maxConnectionsPerClient"},
         BadCase{"limits: {maxInFlightPerClient: 0}", "limits.maxInFlightPerClient"},
+        BadCase{"limits: {projectShare: 0}", "limits.projectShare"},
+        BadCase{"limits: {projectShare: 1.5}", "limits.projectShare"},
         BadCase{"limits: {busyIdleTimeoutSeconds: 0}", "limits.busyIdleTimeoutSeconds"},
-        BadCase{"limits: {maxConnectionsTotal: -1}", "limits.maxConnectionsTotal"}));
+        BadCase{"limits: {maxConnectionsTotal: -1}", "limits.maxConnectionsTotal"},
+        BadCase{"limits: {memoryBudgetBytes: 1000}", "limits.memoryBudgetBytes"},
+        BadCase{"limits: {memoryBudgetBytes: -1}", "limits.memoryBudgetBytes"},
+        BadCase{"limits: {memoryBudgetFraction: 1}", "limits.memoryBudgetFraction"}));
 
 }  // namespace
 }  // namespace okna::metadata
